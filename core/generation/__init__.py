@@ -1,1 +1,66 @@
-"""Package."""
+"""Code generation backends for the smart-coding scenario.
+
+Pick one by name with :func:`create_generator` (the ``generator`` hyperparameter of
+an algorithm), e.g. ``create_generator("openai", base_url=..., model=...)``:
+
+========== ==============================================================
+name        class / what it does
+========== ==============================================================
+embedded    :class:`EmbeddedGenerator` — offline GGUF on CPU (default)
+openai      :class:`OpenAIGenerator` — any OpenAI-compatible endpoint
+replay      :class:`ReplayGenerator` — recorded ``samples.jsonl``
+canonical   :class:`CanonicalGenerator` — dataset reference solutions
+broken      :class:`BrokenGenerator` — deliberately wrong control
+========== ==============================================================
+
+Heavy backends are imported lazily, so importing this package needs neither
+xllamacpp nor a model.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from core.common.errors import ConfigError, RegistryError, suggest
+from core.generation.base import Generator
+from core.generation.cache_key import cached_generate, sample_key
+from core.generation.types import DecodingSettings, Generation, GenerationRequest
+
+GENERATORS: dict[str, str] = {
+    "embedded": "core.generation.embedded:EmbeddedGenerator",
+    "openai": "core.generation.openai_http:OpenAIGenerator",
+    "replay": "core.generation.replay:ReplayGenerator",
+    "canonical": "core.generation.reference:CanonicalGenerator",
+    "broken": "core.generation.reference:BrokenGenerator",
+}
+
+DEFAULT_GENERATOR = "embedded"
+
+
+def generator_class(name: str) -> type[Generator]:
+    """The class registered under ``name``; RegistryError with suggestions if unknown."""
+    target = GENERATORS.get(name)
+    if target is None:
+        raise RegistryError(f"unknown generator {name!r}",
+                            hint=suggest(name, GENERATORS) or f"one of {sorted(GENERATORS)}")
+    module_name, attr = target.split(":")
+    return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return]
+
+
+def create_generator(name: str = DEFAULT_GENERATOR, **params: Any) -> Generator:
+    """Instantiate generator ``name`` with keyword ``params`` (its hyperparameters).
+
+    Raises:
+        RegistryError: unknown name. ConfigError: parameters the class does not accept.
+    """
+    cls = generator_class(name)
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise ConfigError(f"generator {name!r}: {exc}") from exc
+
+
+__all__ = [
+    "DEFAULT_GENERATOR", "GENERATORS", "DecodingSettings", "Generation", "GenerationRequest",
+    "Generator", "cached_generate", "create_generator", "generator_class", "sample_key",
+]

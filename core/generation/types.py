@@ -1,0 +1,184 @@
+"""Value types shared by every generator.
+
+A :class:`GenerationRequest` asks for ``decoding.n`` samples of one task; a generator
+answers with one :class:`Generation` per sample. Both are frozen dataclasses that
+round-trip through plain JSON dicts (:meth:`Generation.to_dict` / ``from_dict``),
+which is what prediction files store.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+Mode = Literal["complete", "chat"]
+MODES: tuple[str, ...] = ("complete", "chat")
+
+DEFAULT_COMPLETION_STOPS: tuple[str, ...] = (
+    "\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ", '\n"""', "\n```",
+)
+"""Stops for raw completion of a function body: anything that starts a new top-level
+statement after the body. Column-0 only, so nested code and indented comments pass."""
+
+DEFAULT_CHAT_INSTRUCTION = (
+    "Complete the following Python function. Reply with the complete function "
+    "(signature included) in one ```python code block."
+)
+
+
+@dataclass(frozen=True)
+class DecodingSettings:
+    """How to sample.
+
+    Attributes:
+        temperature: 0.0 means greedy (deterministic; the default).
+        top_p: nucleus sampling mass, in (0, 1].
+        max_tokens: upper bound of generated tokens per sample (>= 1).
+        stop: stop strings; ``None`` means the mode's default
+            (:data:`DEFAULT_COMPLETION_STOPS` for ``complete``, none for ``chat``).
+        seed: base seed; sample ``i`` uses ``seed + i`` (``None``: backend default).
+        n: samples per task (>= 1).
+    """
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 512
+    stop: tuple[str, ...] | None = None
+    seed: int | None = None
+    n: int = 1
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.n < 1:
+            raise ValueError(f"n must be >= 1, got {self.n}")
+        if self.stop is not None and not isinstance(self.stop, tuple):
+            object.__setattr__(self, "stop", tuple(self.stop))
+
+    def resolved_stop(self, mode: str) -> tuple[str, ...]:
+        """The stop strings actually sent for ``mode``."""
+        if self.stop is not None:
+            return self.stop
+        return DEFAULT_COMPLETION_STOPS if mode == "complete" else ()
+
+    def sample_seed(self, sample_index: int) -> int | None:
+        """Seed of one sample: ``seed + sample_index``, or None."""
+        return None if self.seed is None else self.seed + sample_index
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any] | None) -> "DecodingSettings":
+        """Build from hyperparameters; unknown keys raise ValueError (no silent typos)."""
+        values = dict(values or {})
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown decoding settings {unknown}; known: {sorted(known)}")
+        if values.get("stop") is not None:
+            stop = values["stop"]
+            values["stop"] = (stop,) if isinstance(stop, str) else tuple(stop)
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One task to generate code for.
+
+    Attributes:
+        task_id: dataset task id (e.g. ``HumanEval/0``).
+        prompt: the task prompt; in ``complete`` mode the text the model continues.
+        entry_point: name of the function under test (helps code extraction), optional.
+        mode: ``complete`` (raw continuation) or ``chat`` (instruction + reply).
+        decoding: sampling settings.
+        messages: chat messages to send in ``chat`` mode; ``None`` means the default
+            rendering of :func:`default_chat_messages`.
+        samples: which sample indices to produce; ``None`` means ``range(decoding.n)``.
+            Resume uses it to skip finished samples; it is not part of the cache key.
+    """
+
+    task_id: str
+    prompt: str
+    entry_point: str | None = None
+    mode: str = "complete"
+    decoding: DecodingSettings = field(default_factory=DecodingSettings)
+    messages: tuple[Mapping[str, str], ...] | None = None
+    samples: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.messages is not None and not isinstance(self.messages, tuple):
+            object.__setattr__(self, "messages", tuple(self.messages))
+        if self.samples is not None:
+            object.__setattr__(self, "samples", tuple(self.samples))
+            bad = [i for i in self.samples if not 0 <= i < self.decoding.n]
+            if bad:
+                raise ValueError(f"sample indices {bad} outside range(n={self.decoding.n})")
+
+    @property
+    def sample_indices(self) -> tuple[int, ...]:
+        """Indices to produce, in order."""
+        return self.samples if self.samples is not None else tuple(range(self.decoding.n))
+
+    def chat_messages(self) -> list[dict[str, str]]:
+        """Messages sent in chat mode (explicit ones, or the default rendering)."""
+        if self.messages is not None:
+            return [dict(m) for m in self.messages]
+        return default_chat_messages(self.prompt)
+
+    def with_samples(self, samples: Sequence[int]) -> "GenerationRequest":
+        """Copy restricted to ``samples``."""
+        return replace(self, samples=tuple(samples))
+
+
+def default_chat_messages(prompt: str, instruction: str = DEFAULT_CHAT_INSTRUCTION) -> list[dict[str, str]]:
+    """The user message used in chat mode: the instruction, then the prompt fenced."""
+    return [{"role": "user", "content": f"{instruction}\n\n```python\n{prompt.rstrip()}\n```\n"}]
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One sample's result.
+
+    Attributes:
+        task_id, sample_index: identify the sample (``sample_index`` in ``range(n)``).
+        raw_output: exactly what the model (or the recording) returned; ``""`` on error.
+        code: a complete Python module meant to define the entry point: for raw
+            completions ``prompt + completion``; for chat replies the extracted code
+            (see :mod:`core.generation.extract`). ``""`` on error.
+        prompt_tokens, completion_tokens: usage as reported by the backend, or None.
+        latency_s: wall time of the call that produced this sample (0 for replay).
+        error: ``None`` on success, else a one-line reason (infrastructure, not model
+            failure: the request could not be served).
+        key: stable cache key (see :mod:`core.generation.cache_key`).
+        finish_reason: backend's reason (``stop``, ``length``...), if known.
+    """
+
+    task_id: str
+    sample_index: int
+    raw_output: str
+    code: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float = 0.0
+    error: str | None = None
+    key: str = ""
+    finish_reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the backend produced output (the code may still be wrong)."""
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serialisable dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Generation":
+        """Inverse of :meth:`to_dict`; ignores unknown keys."""
+        fields = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in data.items() if k in fields})
