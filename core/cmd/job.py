@@ -1,0 +1,85 @@
+"""benchmarkingjob.yaml: parse the job, build its test cases, run them, rank them.
+
+Schema (top-level key ``benchmarkingjob``): ``name`` (str), ``workspace`` (str, default
+``./workspace``, relative to the current directory as upstream), ``testenv`` (path),
+``test_object: {type: algorithms, algorithms: [{name, url}, ...]}``, ``rank`` (see
+:mod:`core.storymanager.rank.types`), ``simulation`` (accepted and ignored, with a warning).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.common.config_base import Section, require_file
+from core.common.errors import ConfigError
+from core.common.yaml_loader import load_yaml
+from core.storymanager.rank.types import RankConfig, RankConfigError
+from core.testcasecontroller.algorithm.config import AlgorithmConfig, load_algorithm
+from core.testenvmanager.testenv.testenv import TestEnvConfig, load_testenv
+
+logger = logging.getLogger(__name__)
+
+KNOWN_KEYS = ("name", "workspace", "testenv", "test_object", "rank", "simulation")
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """A fully parsed and validated benchmarking job (all three YAML kinds)."""
+
+    source: Path
+    name: str
+    workspace: str
+    testenv: TestEnvConfig
+    algorithms: tuple[tuple[str, AlgorithmConfig], ...]
+    rank: RankConfig
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def job_dir(self) -> Path:
+        return Path(os.path.join(self.workspace, self.name))
+
+
+def load_job(path: Path) -> JobConfig:
+    """Load the job YAML and everything it names.
+
+    Raises:
+        ConfigError: any problem in any of the files, naming file, line and key.
+    """
+    warnings: list[str] = []
+    data = load_yaml(path)
+    if not isinstance(data, dict) or "benchmarkingjob" not in data:
+        raise ConfigError("top-level key 'benchmarkingjob' not found", source=path, line=1,
+                          hint="the job file must start with 'benchmarkingjob:'")
+    top = Section(data, path, "", warnings)
+    top.report_unknown(["benchmarkingjob"])
+    sec = top.section("benchmarkingjob")
+    sec.report_unknown(KNOWN_KEYS)
+    name = sec.get("name", str, "")
+    workspace = sec.get("workspace", str, "./workspace")
+    testenv = load_testenv(require_file(sec.get("testenv", str), path, "testenv file", sec,
+                                        "testenv"), warnings)
+    tobj = sec.section("test_object")
+    tobj.report_unknown(("type", "algorithms"))
+    ttype = tobj.get("type", str)
+    if ttype != "algorithms":
+        raise tobj.error("type", f"is {ttype!r}; the only test object type is 'algorithms'")
+    algs = tobj.sections("algorithms")
+    if not algs:
+        raise tobj.error("algorithms", "is empty", hint="list at least one algorithm")
+    algorithms = []
+    for asec in algs:
+        asec.report_unknown(("name", "url"))
+        aname = asec.get("name", str)
+        algorithms.append((aname, load_algorithm(
+            require_file(asec.get("url", str), path, "algorithm file", asec, "url"), warnings)))
+    if "simulation" in sec.data:
+        msg = f"{path}:{sec.line('simulation')}: 'simulation' is not supported and is ignored"
+        warnings.append(msg)
+        logger.warning(msg)
+    try:
+        rank = RankConfig.from_mapping(sec.get("rank", dict, None, allow_none=True), str(path))
+    except RankConfigError as exc:
+        raise ConfigError(str(exc), line=sec.line("rank")) from exc
+    return JobConfig(path, name, workspace, testenv, tuple(algorithms), rank, tuple(warnings))

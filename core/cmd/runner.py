@@ -1,0 +1,46 @@
+"""Run a parsed job: test cases in order, failures recorded, ranks written and printed."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from core.cmd.job import JobConfig
+from core.storymanager.rank.rank import save_rank
+from core.storymanager.rank.types import RankFiles
+from core.storymanager.visualization.visualization import visualize
+from core.testcasecontroller.testcase import CaseOutcome, build_testcases, run_testcase
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class RunSummary:
+    """What a run produced."""
+
+    outcomes: list[CaseOutcome]
+    rank_files: RankFiles | None
+
+    @property
+    def failed(self) -> list[CaseOutcome]:
+        return [o for o in self.outcomes if not o.ok]
+
+
+def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
+            debug: bool = False) -> RunSummary:
+    """Run every test case (one failing does not stop the others), then rank the rest."""
+    cases = build_testcases(list(job.algorithms), job.workspace, job.name, fresh=fresh)
+    outcomes = []
+    for number, case in enumerate(cases, start=1):
+        logger.info("testcase %d/%d (%s) in %s", number, len(cases), case.describe(),
+                    case.url)
+        outcomes.append(run_testcase(case, job.testenv, show_progress, debug))
+    finished = [o for o in outcomes if o.ok]
+    rank_files = None
+    if finished:
+        metric_names: list[str] = []
+        for outcome in finished:
+            metric_names += [m for m in outcome.metrics if m not in metric_names]
+        rank_files = save_rank([o.to_rank() for o in finished], job.rank,
+                               job.job_dir / "rank", metric_names)
+        visualize(job.rank, rank_files)
+    return RunSummary(outcomes, rank_files)

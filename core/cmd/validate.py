@@ -1,0 +1,59 @@
+"""``ianvs validate``: everything that can be checked without running a model.
+
+Checks: the three YAML kinds parse and validate; every module url imports and registers
+its alias in the right group; every metric resolves and accepts its extra keys; every
+``sort_by`` metric is a column some metric produces; the test set exists and every line
+parses (JSONL records are streamed and must carry ``x_field``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.cmd.job import load_job
+from core.common.class_factory import ClassFactory
+from core.common.errors import IanvsError, suggest
+from core.common.plugin_loader import load_plugin
+from core.testcasecontroller.metrics.calling import declared_columns, resolve_metric
+from core.testenvmanager.dataset.parsers import JsonlDataset
+
+
+def validate_job(path: Path) -> tuple[list[str], list[str]]:
+    """Return ``(problems, warnings)``; config errors that stop parsing are raised."""
+    job = load_job(path)
+    problems: list[str] = []
+    for _, algorithm in job.algorithms:
+        for spec in algorithm.modules:
+            try:
+                if spec.url is not None:
+                    load_plugin(spec.url).lookup(spec.group, spec.name)
+                elif spec.type in ("basemodel",) and not ClassFactory.is_exists(
+                        spec.group, spec.name):
+                    problems.append(f"{algorithm.source}: module {spec.type} {spec.name!r} "
+                                    "has no url and no built-in of that name")
+            except IanvsError as exc:
+                problems.append(str(exc))
+    columns: list[str] = []
+    for spec in job.testenv.metrics:
+        try:
+            columns += declared_columns(resolve_metric(spec), spec)
+        except IanvsError as exc:
+            problems.append(str(exc))
+    for metric, _ in job.rank.sort_by:
+        if columns and metric not in columns:
+            hint = suggest(metric, columns) or f"metric columns: {', '.join(columns)}"
+            problems.append(f"{job.source}: rank.sort_by metric {metric!r} is not produced "
+                            f"by any testenv metric ({hint})")
+    test = job.testenv.dataset.parse("test", "inference")
+    try:
+        if isinstance(test, JsonlDataset):
+            field = test.x_field
+            for line, record in test.numbered_records():
+                if field not in record:
+                    problems.append(f"{test.path}:{line}: record has no {field!r} field "
+                                    "(set dataset.x_field in testenv.yaml)")
+                    break
+        else:
+            test.num_examples()
+    except IanvsError as exc:
+        problems.append(str(exc))
+    return problems, list(job.warnings)

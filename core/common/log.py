@@ -1,0 +1,31 @@
+"""The ``ianvs`` logger.
+
+Upstream plugins do ``from core.common.log import LOGGER``; that name is kept. Modules of
+this project use ``logging.getLogger(__name__)``, which are children of nothing in
+particular; :func:`setup_logging` (called once by the CLI) configures the root handler so
+both appear on stderr in upstream's format ``[time] file(line) [LEVEL] - message``.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+
+LOGGER = logging.getLogger("ianvs")
+
+LOG_FORMAT = "[%(asctime)s] %(filename)s(%(lineno)d) [%(levelname)s] - %(message)s"
+
+
+def setup_logging(level: int | str = logging.INFO) -> None:
+    """Send INFO and above (or ``level``) to stderr with the upstream format.
+
+    Idempotent: a second call only changes the level.
+    """
+    root = logging.getLogger()
+    if isinstance(level, str):
+        level = logging.getLevelName(level.upper())
+    root.setLevel(level)
+    if not any(getattr(h, "_ianvs", False) for h in root.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        handler._ianvs = True  # type: ignore[attr-defined]
+        root.addHandler(handler)

@@ -1,0 +1,1 @@
+"""Compatibility layers for plugins written for upstream Ianvs and KubeEdge Sedna."""

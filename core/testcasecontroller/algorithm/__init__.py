@@ -1,0 +1,1 @@
+"""Algorithm YAML, module grid and paradigms."""

@@ -1,0 +1,194 @@
+"""The algorithm YAML: paradigm, modules and the hyperparameter grid.
+
+Grid rules (upstream, with its silent quirks turned into errors):
+
+* ``hyperparameters`` is a list of one-key mappings ``{name: {values: [...]}}``. An element
+  with several keys, a missing ``values`` or a ``values`` that is not a list is an error
+  (upstream dropped keys silently and iterated strings per character).
+* ``other_hyperparameters: {values: [a.yaml, b.yaml]}`` merges those files' mappings, later
+  files winning; the result is the *base* of every combination.
+* The other names form a Cartesian product in list order, the last varying fastest. A name
+  already in the base keeps its position and takes the new value.
+* Modules combine by a further product in module order (last fastest); two modules of the
+  same ``type`` are an error (upstream silently kept the later one).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.common.class_factory import ClassType
+from core.common.config_base import Section, resolve_path
+from core.common.errors import ConfigError, suggest
+from core.common.yaml_loader import load_yaml
+
+PARADIGMS = ("singletasklearning", "incrementallearning", "multiedgeinference",
+             "lifelonglearning", "federatedlearning", "federatedclassincrementallearning",
+             "jointinference")
+IMPLEMENTED_PARADIGMS = ("singletasklearning",)
+
+MODULE_GROUPS: dict[str, str] = {
+    "basemodel": ClassType.GENERAL, "edgemodel": ClassType.GENERAL,
+    "cloudmodel": ClassType.GENERAL, "dataset_processor": ClassType.GENERAL,
+    "hard_example_mining": ClassType.HEM,
+    "task_definition": ClassType.STP, "task_relationship_discovery": ClassType.STP,
+    "task_allocation": ClassType.STP, "task_remodeling": ClassType.STP,
+    "inference_integrate": ClassType.STP, "task_update_decision": ClassType.KM,
+    "unseen_task_allocation": ClassType.UTP, "unseen_sample_recognition": ClassType.UTD,
+    "unseen_sample_re_recognition": ClassType.UTD, "aggregation": ClassType.FL_AGG,
+}
+
+KNOWN_KEYS = ("paradigm_type", "initial_model_url", "incremental_learning_data_setting",
+              "lifelong_learning_data_setting", "fl_data_setting", "third_party_packages",
+              "mode", "quantization_type", "llama_quantize_path", "modules",
+              "predict_chunk_size")
+
+
+@dataclass(frozen=True)
+class ModuleSpec:
+    """One ``modules:`` entry with its expanded hyperparameter variants."""
+
+    type: str
+    name: str
+    url: Path | None
+    variants: tuple[dict[str, Any], ...]
+
+    @property
+    def group(self) -> str:
+        return MODULE_GROUPS[self.type]
+
+
+@dataclass(frozen=True)
+class AlgorithmConfig:
+    """Parsed algorithm YAML."""
+
+    source: Path
+    paradigm_type: str
+    modules: tuple[ModuleSpec, ...]
+    initial_model_url: str = ""
+    third_party_packages: tuple[Path, ...] = ()
+    mode: str = ""
+    quantization_type: str = ""
+    llama_quantize_path: str = ""
+    predict_chunk_size: int | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def combinations(self) -> list[dict[str, tuple[ModuleSpec, dict[str, Any]]]]:
+        """Every module combination: module type -> (spec, hyperparameters)."""
+        per_module = [[(m, v) for v in m.variants] for m in self.modules]
+        return [{m.type: (m, hp) for m, hp in combo} for combo in itertools.product(*per_module)]
+
+
+def _expand_hyperparameters(sec: Section) -> tuple[dict[str, Any], ...]:
+    items = sec.get("hyperparameters", list, [], allow_none=True) or []
+    base: dict[str, Any] = {}
+    names: list[str] = []
+    value_lists: list[list[Any]] = []
+    for i, item in enumerate(items):
+        where = f"hyperparameters[{i}]"
+        line = items.line_of(i) if hasattr(items, "line_of") else sec.line("hyperparameters")
+        if not isinstance(item, dict) or len(item) != 1:
+            raise ConfigError(f"'{sec.child(where)}' must be a mapping with exactly one key "
+                              f"(a hyperparameter name), got {item!r}", source=sec.source,
+                              line=line, hint="write one '- name: {values: [...]}' per item")
+        (name, spec), = item.items()
+        if not isinstance(spec, dict) or "values" not in spec:
+            raise ConfigError(f"hyperparameter {name!r} needs a 'values' list",
+                              source=sec.source, line=line,
+                              hint=f"write '- {name}: {{values: [...]}}'")
+        values = spec["values"]
+        if not isinstance(values, list):
+            raise ConfigError(f"'values' of hyperparameter {name!r} must be a list, got "
+                              f"{type(values).__name__} ({values!r})", source=sec.source,
+                              line=line, hint=f"write 'values: [{values!r}]'")
+        if name == "other_hyperparameters":
+            for raw in values:
+                path = resolve_path(str(raw), sec.source)
+                if not path.is_file():
+                    raise ConfigError(f"other hyperparameters file {raw!r} not found",
+                                      source=sec.source, line=line)
+                data = load_yaml(path)
+                if data is None:
+                    continue
+                if not isinstance(data, dict):
+                    raise ConfigError("other hyperparameters file must hold a mapping",
+                                      source=path, line=1)
+                base.update(data)
+            continue
+        if not values:
+            raise ConfigError(f"hyperparameter {name!r} has an empty 'values' list",
+                              source=sec.source, line=line, hint="give at least one value")
+        names.append(name)
+        value_lists.append(values)
+    variants = []
+    for combo in itertools.product(*value_lists):
+        variant = dict(base)
+        variant.update(zip(names, combo))
+        variants.append(variant)
+    return tuple(variants)
+
+
+def load_algorithm(path: Path, warnings: list[str] | None = None) -> AlgorithmConfig:
+    """Load and validate an algorithm YAML file.
+
+    Raises:
+        ConfigError: anything wrong, naming file, line and key.
+    """
+    data = load_yaml(path)
+    if not isinstance(data, dict) or "algorithm" not in data:
+        raise ConfigError("top-level key 'algorithm' not found", source=path, line=1,
+                          hint="the file must start with 'algorithm:'")
+    top = Section(data, path, "", warnings)
+    top.report_unknown(["algorithm"])
+    sec = top.section("algorithm")
+    sec.report_unknown(KNOWN_KEYS)
+    paradigm = sec.get("paradigm_type", str)
+    if paradigm not in PARADIGMS:
+        raise sec.error("paradigm_type", f"is {paradigm!r}, which is not a paradigm",
+                        hint=suggest(paradigm, PARADIGMS) or f"one of {', '.join(PARADIGMS)}")
+    modules = []
+    seen_types: set[str] = set()
+    for msec in sec.sections("modules"):
+        msec.report_unknown(("type", "name", "url", "hyperparameters"))
+        mtype = msec.get("type", str)
+        if mtype not in MODULE_GROUPS:
+            raise msec.error("type", f"is {mtype!r}, which is not a module type",
+                             hint=suggest(mtype, MODULE_GROUPS) or
+                             f"one of {', '.join(MODULE_GROUPS)}")
+        if mtype in seen_types:
+            raise msec.error("type", f"{mtype!r} appears twice in this algorithm",
+                             hint="each module type may appear once")
+        seen_types.add(mtype)
+        name = msec.get("name", str)
+        url_raw = msec.get("url", str, "", allow_none=True)
+        url = None
+        if url_raw:
+            url = resolve_path(url_raw, path)
+            if not url.exists():
+                raise msec.error("url", f"names {url_raw!r}, which was not found",
+                                 hint=f"tried {Path.cwd() / url_raw} and {path.parent / url_raw}")
+        modules.append(ModuleSpec(mtype, name, url, _expand_hyperparameters(msec)))
+    if not modules:
+        raise sec.error("modules", "is empty", hint="add a basemodel module")
+    packages = []
+    for psec in sec.sections("third_party_packages", []):
+        raw = psec.get("url", str)
+        package = resolve_path(raw, path)
+        if not package.exists():
+            raise psec.error("url", f"names {raw!r}, which was not found")
+        packages.append(package)
+    chunk = sec.get("predict_chunk_size", int, None, allow_none=True)
+    if chunk is not None and chunk < 1:
+        raise sec.error("predict_chunk_size", f"must be >= 1, got {chunk}")
+    settings = {k: sec.data[k] for k in ("incremental_learning_data_setting",
+                                         "lifelong_learning_data_setting", "fl_data_setting")
+                if k in sec.data}
+    return AlgorithmConfig(
+        source=path, paradigm_type=paradigm, modules=tuple(modules),
+        initial_model_url=sec.get("initial_model_url", str, "", allow_none=True) or "",
+        third_party_packages=tuple(packages), mode=sec.get("mode", str, "", allow_none=True) or "",
+        quantization_type=sec.get("quantization_type", str, "", allow_none=True) or "",
+        llama_quantize_path=sec.get("llama_quantize_path", str, "", allow_none=True) or "",
+        predict_chunk_size=chunk, settings=settings)

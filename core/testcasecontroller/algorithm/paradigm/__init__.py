@@ -1,0 +1,1 @@
+"""Paradigms: how a test case drives its modules."""

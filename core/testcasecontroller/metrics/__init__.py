@@ -1,0 +1,1 @@
+"""Metrics: resolution by alias, the calling convention, and built-in metrics."""

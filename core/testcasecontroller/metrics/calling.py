@@ -1,0 +1,118 @@
+"""Resolving testenv metrics and calling them.
+
+Calling convention (upstream-compatible, with an opt-in extension):
+
+* an ordinary metric is called ``metric(y_true, y_pred)``;
+* if it declares a parameter named ``context``, it also gets ``context=`` a
+  :class:`MetricContext` (the test case's records, its workspace folder, sandbox settings);
+* extra keys of the metric's testenv entry (e.g. ``k: [1, 10]``) are passed as keyword
+  arguments; the metric must declare them (checked before anything runs);
+* a system metric (exact name in ``SYSTEM_METRICS``) gets ``system_metric_info`` only.
+
+A metric may return one value, or a mapping of column name -> value: each key then becomes
+a rank column (e.g. ``pass@1``, ``pass@10``, ``timeout``). A metric function may declare
+the columns it will produce as ``fn.columns(**params) -> list[str]`` so ``ianvs validate``
+can check ``sort_by`` names.
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.common.class_factory import ClassFactory, ClassType
+from core.common.errors import ConfigError, RegistryError, suggest
+from core.common.plugin_loader import load_plugin
+from core.testcasecontroller.metrics.builtin import BUILTINS, SYSTEM_METRICS
+from core.testenvmanager.testenv.testenv import MetricSpec
+
+
+@dataclass
+class MetricContext:
+    """What a context-aware metric may use besides ``(y_true, y_pred)``.
+
+    Attributes:
+        records: callable returning an iterator over the test records (all fields), in
+            dataset order, aligned with ``y_pred``.
+        workspace: the test case's folder (exists); metrics may cache work there.
+        sandbox: the testenv ``sandbox:`` settings (backend, limits), possibly empty.
+        predictions_meta: per-sample extra data the model stored (may be empty).
+        show_progress: whether progress bars are wanted.
+    """
+
+    records: Callable[[], Iterator[dict[str, Any]]]
+    workspace: Path
+    sandbox: dict[str, Any] = field(default_factory=dict)
+    predictions_meta: list[Any] = field(default_factory=list)
+    show_progress: bool = True
+
+
+def resolve_metric(spec: MetricSpec) -> Callable[..., Any]:
+    """The callable for a testenv metric entry (loading its url if it has one).
+
+    Raises:
+        RegistryError / PluginError: unknown alias or broken plugin file.
+        ConfigError: extra keys the metric does not accept.
+    """
+    if spec.url is not None:
+        fn = load_plugin(spec.url).lookup(ClassType.GENERAL, spec.name)
+    elif ClassFactory.is_exists(ClassType.GENERAL, spec.name):
+        fn = ClassFactory.get_cls(ClassType.GENERAL, spec.name)
+    else:
+        fn = BUILTINS.get(spec.name.lower())
+        if fn is None:
+            known = sorted(set(BUILTINS) | set(ClassFactory.aliases(ClassType.GENERAL)))
+            raise RegistryError(f"unknown metric {spec.name!r}", source=spec.source,
+                                line=spec.line, hint=suggest(spec.name, known) or
+                                "give the metric a url, or use one of: " + ", ".join(known))
+    if not callable(fn):
+        raise RegistryError(f"metric {spec.name!r} is not callable", source=spec.source,
+                            line=spec.line)
+    check_params(fn, spec)
+    return fn
+
+
+def _accepts(fn: Callable[..., Any]) -> tuple[set[str], bool]:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return set(), True
+    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return names, any(p.kind is p.VAR_KEYWORD for p in params)
+
+
+def check_params(fn: Callable[..., Any], spec: MetricSpec) -> None:
+    """Insist that ``fn`` accepts every extra key of its testenv entry."""
+    names, _ = _accepts(fn)
+    for key in spec.params:
+        if key not in names:
+            raise ConfigError(f"metric {spec.name!r} does not accept parameter {key!r}",
+                              source=spec.source, line=spec.line,
+                              hint=suggest(key, names - {"y_true", "y_pred", "context"}) or
+                              "remove the key")
+
+
+def declared_columns(fn: Callable[..., Any], spec: MetricSpec) -> list[str]:
+    """Rank columns a metric will produce: its ``columns(**params)`` or just its name."""
+    columns = getattr(fn, "columns", None)
+    if callable(columns):
+        return list(columns(**spec.params))
+    return [spec.name]
+
+
+def call_metric(fn: Callable[..., Any], spec: MetricSpec, y_true: Any, y_pred: Any,
+                context: MetricContext, system_metric_info: Mapping[str, Any]) -> dict[str, Any]:
+    """Call one metric per the convention above; returns column -> value."""
+    if spec.name in SYSTEM_METRICS:
+        value = fn(system_metric_info)
+    else:
+        names, _ = _accepts(fn)
+        kwargs = dict(spec.params)
+        if "context" in names:
+            kwargs["context"] = context
+        value = fn(y_true, y_pred, **kwargs)
+    if isinstance(value, Mapping):
+        return {str(k): v for k, v in value.items()}
+    return {spec.name: value}

@@ -1,0 +1,195 @@
+"""Test cases: one per algorithm x module combination, each with a stable folder.
+
+A test case's folder is ``<workspace>/<job>/<algorithm>/<uuid1>`` as upstream, but the uuid
+is *reused* for the same configuration (same algorithm name, modules, urls and
+hyperparameters): ``case.json`` in the folder records the configuration key, so a second
+``ianvs -f`` finds the folder and resumes from its stored predictions. ``fresh=True``
+always makes a new folder.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.common.class_factory import ClassFactory, ClassType
+from core.common.errors import IanvsError, PluginError
+from core.common.plugin_loader import load_plugin
+from core.storymanager.rank.types import CaseResult, format_completion_time
+from core.testcasecontroller.algorithm.config import AlgorithmConfig, ModuleSpec
+from core.testcasecontroller.algorithm.paradigm.singletask_learning import (
+    SingleTaskInputs, run_singletask)
+from core.testcasecontroller.metrics.calling import MetricContext, call_metric, resolve_metric
+from core.testenvmanager.testenv.testenv import TestEnvConfig
+
+logger = logging.getLogger(__name__)
+
+CASE_FILE = "case.json"
+
+
+@dataclass
+class TestCase:
+    """One configured run of one algorithm variant."""
+
+    __test__ = False
+
+    algorithm_name: str
+    algorithm: AlgorithmConfig
+    combination: dict[str, tuple[ModuleSpec, dict[str, Any]]]
+    key: str
+    case_dir: Path
+    url: str
+
+    @property
+    def id(self) -> str:
+        return self.case_dir.name
+
+    def describe(self) -> str:
+        parts = []
+        for mtype, (spec, hps) in self.combination.items():
+            hp = ", ".join(f"{k}={v}" for k, v in hps.items())
+            parts.append(f"{mtype}={spec.name}" + (f"({hp})" if hp else ""))
+        return f"{self.algorithm_name}: " + "; ".join(parts)
+
+
+@dataclass
+class CaseOutcome:
+    """Result of running one test case."""
+
+    case: TestCase
+    ok: bool
+    metrics: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+    time: str = ""
+
+    def to_rank(self) -> CaseResult:
+        return CaseResult(
+            algorithm=self.case.algorithm_name, paradigm=self.case.algorithm.paradigm_type,
+            metrics=self.metrics,
+            modules={t: s.name for t, (s, _) in self.case.combination.items()},
+            hyperparameters={t: dict(h) for t, (_, h) in self.case.combination.items()},
+            time=self.time, url=self.case.url)
+
+
+def _case_key(alg_name: str, algorithm: AlgorithmConfig,
+              combination: dict[str, tuple[ModuleSpec, dict[str, Any]]]) -> str:
+    desc = {"algorithm": alg_name, "paradigm": algorithm.paradigm_type,
+            "modules": [[t, s.name, str(s.url or ""), hps]
+                        for t, (s, hps) in combination.items()]}
+    text = json.dumps(desc, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _find_case_dir(alg_dir: Path, key: str) -> Path | None:
+    if not alg_dir.is_dir():
+        return None
+    for candidate in sorted(alg_dir.iterdir()):
+        meta = candidate / CASE_FILE
+        try:
+            if meta.is_file() and json.loads(meta.read_text())["key"] == key:
+                return candidate
+        except (ValueError, KeyError, OSError):
+            continue
+    return None
+
+
+def build_testcases(algorithms: list[tuple[str, AlgorithmConfig]], workspace: str,
+                    job_name: str, fresh: bool = False) -> list[TestCase]:
+    """Test cases in algorithm order, then combination order (last module fastest)."""
+    cases = []
+    for alg_name, algorithm in algorithms:
+        alg_url = os.path.join(workspace, job_name, alg_name)
+        for combination in algorithm.combinations():
+            key = _case_key(alg_name, algorithm, combination)
+            found = None if fresh else _find_case_dir(Path(alg_url), key)
+            case_id = found.name if found else str(uuid.uuid1())
+            url = os.path.join(alg_url, case_id)
+            cases.append(TestCase(alg_name, algorithm, combination, key, Path(url), url))
+    return cases
+
+
+def instantiate_module(spec: ModuleSpec, hps: dict[str, Any]) -> Any:
+    """Build one module per upstream rules (see ianvs-compat §6.3)."""
+    plugin = load_plugin(spec.url) if spec.url else None
+    if spec.type == "hard_example_mining":
+        return {"method": spec.name, "param": hps} if (plugin or hps) else {"method": spec.name}
+    if plugin is None and not ClassFactory.is_exists(spec.group, spec.name):
+        if spec.type == "aggregation":
+            return (spec.name, None)
+        return {"method": spec.name, "param": hps} if hps else {"method": spec.name}
+    cls = plugin.lookup(spec.group, spec.name) if plugin else \
+        ClassFactory.get_cls(spec.group, spec.name)
+    try:
+        instance = cls(**hps)
+    except Exception as exc:
+        raise PluginError(f"module(type={spec.type}) loads class(name={spec.name}) failed, "
+                          f"error: {type(exc).__name__}: {exc}", source=spec.url,
+                          hint="check the module's hyperparameters against its __init__") \
+            from exc
+    return (spec.name, instance) if spec.type == "aggregation" else instance
+
+
+def _write_case_file(case: TestCase, **status: Any) -> None:
+    case.case_dir.mkdir(parents=True, exist_ok=True)
+    data = {"key": case.key, "algorithm": case.algorithm_name,
+            "modules": {t: {"name": s.name, "url": str(s.url or ""), "hyperparameters": h}
+                        for t, (s, h) in case.combination.items()}, **status}
+    tmp = case.case_dir / (CASE_FILE + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    tmp.replace(case.case_dir / CASE_FILE)
+
+
+def run_testcase(case: TestCase, testenv: TestEnvConfig, show_progress: bool = True,
+                 debug: bool = False) -> CaseOutcome:
+    """Run one test case; any failure is captured in the outcome, never raised."""
+    started = time.time()
+    _write_case_file(case, status="running", started=started)
+    try:
+        if case.algorithm.paradigm_type != "singletasklearning":
+            raise IanvsError(f"paradigm {case.algorithm.paradigm_type!r} is recognised but "
+                             "not implemented in this project yet",
+                             source=case.algorithm.source,
+                             hint="use paradigm_type: singletasklearning")
+        metric_fns = [(spec, resolve_metric(spec)) for spec in testenv.metrics]
+        for package in case.algorithm.third_party_packages:
+            load_plugin(package)
+        test = testenv.dataset.parse("test", "inference")
+        train = testenv.dataset.parse("train", "train")
+
+        def make_model() -> Any:
+            instances = {t: instantiate_module(s, h) for t, (s, h) in case.combination.items()}
+            os.environ["LOCAL_TEST"] = "TRUE"
+            if "basemodel" not in instances:
+                raise IanvsError("singletasklearning needs a module of type 'basemodel'",
+                                 source=case.algorithm.source)
+            return instances["basemodel"]
+
+        predictions, info = run_singletask(SingleTaskInputs(
+            case_dir=case.case_dir, test=test, train=train, make_model=make_model,
+            initial_model_url=case.algorithm.initial_model_url,
+            predict_chunk_size=case.algorithm.predict_chunk_size,
+            show_progress=show_progress))
+        context = MetricContext(records=test.records, workspace=case.case_dir,
+                                sandbox=dict(testenv.sandbox), show_progress=show_progress)
+        metrics: dict[str, Any] = {}
+        for spec, fn in metric_fns:
+            metrics.update(call_metric(fn, spec, test.y, predictions, context, info))
+        finished = format_completion_time()
+        _write_case_file(case, status="completed", started=started, finished=finished,
+                         metrics=metrics)
+        return CaseOutcome(case, True, metrics, time=finished)
+    except Exception as exc:  # noqa: BLE001 - one case failing must not stop the others
+        text = str(exc) if isinstance(exc, IanvsError) else f"{type(exc).__name__}: {exc}"
+        logger.error("testcase(id=%s) %s failed: %s", case.id, case.describe(), text)
+        if debug or not isinstance(exc, IanvsError):
+            logger.debug("traceback:\n%s", traceback.format_exc())
+        _write_case_file(case, status="failed", started=started, error=text,
+                         traceback=traceback.format_exc())
+        return CaseOutcome(case, False, error=text, time=format_completion_time())

@@ -1,0 +1,320 @@
+"""Parsed datasets: what ``train``/``predict`` and metrics receive.
+
+Every parsed dataset has upstream's attributes ``x``, ``y``, ``data_type``, ``meta_attr``,
+``process_func``, ``num_examples()``, ``len()`` and ``is_test_data``. ``x``/``y`` are numpy
+arrays built with numpy's own coercion (all strings -> str array, mixed str/int -> all
+strings, equal-length lists -> 2-D), as upstream plugins expect.
+
+JSONL files are *streamed*: :meth:`JsonlDataset.records` reads one line at a time, and ``x``
+and ``y`` are only materialised when first asked for. Blank lines are skipped (upstream
+crashed on them). Every record keeps all its fields. A malformed line raises
+:class:`DatasetError` naming file and line.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.common.errors import DatasetError
+
+logger = logging.getLogger(__name__)
+
+
+def to_array(values: list[Any]) -> np.ndarray:
+    """numpy coercion as upstream; ragged or nested data falls back to an object array."""
+    if not values:
+        return np.array([])
+    try:
+        return np.array(values)
+    except ValueError:
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = values
+        return arr
+
+
+class ParsedDataset:
+    """Common interface of the parsed datasets (upstream ``BaseDataSource`` shape)."""
+
+    def __init__(self, path: Path | None, data_type: str) -> None:
+        self.path = path
+        self.data_type = data_type
+        self.meta_attr: Any = None
+        self.process_func: Any = None
+        self._x: np.ndarray | None = None
+        self._y: np.ndarray | None = None
+
+    @property
+    def is_test_data(self) -> bool:
+        return self.data_type == "test"
+
+    @property
+    def x(self) -> np.ndarray:
+        if self._x is None:
+            self._materialise()
+        return self._x  # type: ignore[return-value]
+
+    @x.setter
+    def x(self, value: np.ndarray) -> None:
+        self._x = value
+
+    @property
+    def y(self) -> np.ndarray:
+        if self._y is None:
+            self._materialise()
+        return self._y  # type: ignore[return-value]
+
+    @y.setter
+    def y(self, value: np.ndarray) -> None:
+        self._y = value
+
+    def _materialise(self) -> None:
+        self._x, self._y = np.array([]), np.array([])
+
+    def num_examples(self) -> int:
+        return len(self.x)
+
+    def __len__(self) -> int:
+        return self.num_examples()
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Every sample as a dict with all its fields (default: ``{"x": .., "y": ..}``)."""
+        ys = self.y
+        for i, x in enumerate(self.x):
+            yield {"x": x, "y": ys[i] if i < len(ys) else None}
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for each non-blank line of a JSONL file.
+
+    Raises:
+        DatasetError: a line that is not a JSON object, or invalid UTF-8.
+    """
+    try:
+        handle = path.open("r", encoding="utf-8")
+    except OSError as exc:
+        raise DatasetError(f"cannot open dataset file: {exc.strerror}", source=path) from exc
+    with handle:
+        line_no = 0
+        try:
+            for line_no, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DatasetError(f"invalid JSON at column {exc.colno}: {exc.msg}",
+                                       source=path, line=line_no,
+                                       hint="each line must hold one JSON object") from exc
+                if not isinstance(obj, dict):
+                    raise DatasetError(f"expected a JSON object, got {type(obj).__name__}",
+                                       source=path, line=line_no,
+                                       hint="each line must hold one JSON object")
+                yield line_no, obj
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"not valid UTF-8 ({exc.reason})", source=path,
+                               line=line_no + 1) from exc
+
+
+class JsonlDataset(ParsedDataset):
+    """A JSONL file: one record per line; ``x``/``y`` from ``x_field``/``y_field``.
+
+    Upstream's parser took ``question``/``answer``; those stay the defaults. For the test
+    set ``y`` is still filled (metrics need it); a record lacking ``y_field`` gets ``None``
+    only if *every* record lacks it, otherwise it is an error naming the line.
+    """
+
+    def __init__(self, path: Path | None, data_type: str, x_field: str = "question",
+                 y_field: str = "answer") -> None:
+        super().__init__(path, data_type)
+        self.x_field = x_field
+        self.y_field = y_field
+        self._count: int | None = None
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        if self.path is None or not self.path.exists():
+            return
+        for _, obj in iter_jsonl(self.path):
+            yield obj
+
+    def numbered_records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(line, record)`` pairs, for messages that must name the line."""
+        if self.path is None or not self.path.exists():
+            return
+        yield from iter_jsonl(self.path)
+
+    def num_examples(self) -> int:
+        if self._x is not None:
+            return len(self._x)
+        if self._count is None:
+            self._count = sum(1 for _ in self.numbered_records())
+        return self._count
+
+    def _materialise(self) -> None:
+        xs: list[Any] = []
+        ys: list[Any] = []
+        missing_y: int | None = None
+        for line, obj in self.numbered_records():
+            if self.x_field not in obj:
+                raise DatasetError(
+                    f"record has no {self.x_field!r} field", source=self.path, line=line,
+                    hint=f"set dataset.x_field to one of {sorted(obj)} in testenv.yaml")
+            xs.append(obj[self.x_field])
+            if self.y_field in obj:
+                ys.append(obj[self.y_field])
+            elif missing_y is None:
+                missing_y = line
+        if missing_y is not None and ys:
+            raise DatasetError(f"record has no {self.y_field!r} field", source=self.path,
+                               line=missing_y, hint="set dataset.y_field in testenv.yaml")
+        self._x = to_array(xs)
+        self._y = to_array(ys)
+        self._count = len(xs)
+
+
+class MetaDataset(JsonlDataset):
+    """``metadata.json`` + sibling ``data.jsonl`` (upstream "jsonforllm").
+
+    ``x[i] = prompt + query`` (no separator, as upstream), ``y[i] = response``; also
+    ``explanation``, ``judge_prompts``, ``level_3``, ``level_4`` arrays and the metadata
+    attributes ``dataset_name``, ``description``, ``level_1_dim``, ``level_2_dim``
+    (+ ``level_3_dim``/``level_4_dim`` if present). ``need_other_info`` is True: single-task
+    ``predict`` then receives this object instead of ``x``. ``description`` and per-line
+    ``level_3_dim``/``level_4_dim`` are optional here (upstream required them).
+    """
+
+    need_other_info = True
+
+    def __init__(self, path: Path | None, data_type: str) -> None:
+        data_path = Path(str(path).replace("metadata.json", "data.jsonl")) if path else None
+        super().__init__(data_path, data_type, x_field="query", y_field="response")
+        self.metadata_path = path
+        self.dataset_name = self.description = self.level_1_dim = self.level_2_dim = ""
+        if path is not None and path.exists():
+            try:
+                meta = json.loads(path.read_text(encoding="utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise DatasetError(f"invalid JSON: {exc}", source=path) from exc
+            if not isinstance(meta, dict) or "dataset" not in meta:
+                raise DatasetError("metadata must be a JSON object with a 'dataset' field",
+                                   source=path)
+            self.dataset_name = meta["dataset"]
+            self.description = meta.get("description", "")
+            self.level_1_dim = meta.get("level_1_dim", "")
+            self.level_2_dim = meta.get("level_2_dim", "")
+            for key in ("level_3_dim", "level_4_dim"):
+                if key in meta:
+                    setattr(self, key, meta[key])
+
+    def _materialise(self) -> None:
+        cols: dict[str, list[Any]] = {k: [] for k in
+                                      ("x", "y", "explanation", "judge", "l3", "l4")}
+        for line, obj in self.numbered_records():
+            for required in ("query", "response"):
+                if required not in obj:
+                    raise DatasetError(f"record has no {required!r} field", source=self.path,
+                                       line=line, hint="metadata.json datasets need "
+                                       "'query' and 'response' on every line")
+            cols["x"].append(str(obj.get("prompt", "") or "") + str(obj["query"]))
+            cols["y"].append(obj["response"])
+            cols["explanation"].append(obj.get("explanation", ""))
+            cols["judge"].append(obj.get("judge_prompt", ""))
+            cols["l3"].append(obj.get("level_3_dim", ""))
+            cols["l4"].append(obj.get("level_4_dim", ""))
+        self._x, self._y = to_array(cols["x"]), to_array(cols["y"])
+        self.explanation = to_array(cols["explanation"])
+        self.judge_prompts = to_array(cols["judge"])
+        self.level_3 = to_array(cols["l3"])
+        self.level_4 = to_array(cols["l4"])
+        self._count = len(cols["x"])
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("explanation", "judge_prompts", "level_3", "level_4"):
+            self._materialise()
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+
+class TxtIndexDataset(ParsedDataset):
+    """A whitespace-separated index file: first token -> ``x``, second -> ``y`` (or 0).
+
+    Relative tokens are resolved against the index file's folder; plain labels that do
+    not exist as files are left as they are (upstream made every token a path).
+    ``y`` stays empty for ``data_type == "test"``, as upstream.
+    """
+
+    def _materialise(self) -> None:
+        xs: list[Any] = []
+        ys: list[Any] = []
+        if self.path is not None and self.path.exists():
+            base = self.path.parent
+            for raw in self.path.read_text(encoding="utf-8").splitlines():
+                tokens = raw.split()
+                if not tokens:
+                    continue
+                tokens = [str(base / t) if not Path(t).is_absolute() and (base / t).exists()
+                          else t for t in tokens]
+                xs.append(tokens[0])
+                if self.data_type != "test":
+                    ys.append(tokens[1] if len(tokens) > 1 else 0)
+        self._x, self._y = to_array(xs), to_array(ys)
+
+
+class CsvDataset(ParsedDataset):
+    """A CSV file with a header: ``y`` is the ``label`` column, ``x`` the other columns.
+
+    ``x`` is a 2-D array of row values (strings), ``y`` a 1-D array. Without ``label``,
+    ``x`` holds whole rows and ``y`` is empty.
+    """
+
+    def __init__(self, path: Path | None, data_type: str, label: str | None) -> None:
+        super().__init__(path, data_type)
+        self.label = label
+        self.columns: list[str] = []
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        if self.path is None or not self.path.exists():
+            return
+        with self.path.open(newline="", encoding="utf-8") as handle:
+            yield from csv.DictReader(handle)
+
+    def _materialise(self) -> None:
+        xs: list[list[str]] = []
+        ys: list[str] = []
+        if self.path is not None and self.path.exists():
+            with self.path.open(newline="", encoding="utf-8") as handle:
+                reader = csv.DictReader(handle)
+                self.columns = list(reader.fieldnames or [])
+                if self.label and self.label not in self.columns:
+                    raise DatasetError(f"CSV has no label column {self.label!r}",
+                                       source=self.path, line=1,
+                                       hint=f"columns are: {', '.join(self.columns)}")
+                for row in reader:
+                    if self.label:
+                        ys.append(row[self.label])
+                    xs.append([v for k, v in row.items() if k != self.label])
+        self._x, self._y = to_array(xs), to_array(ys)
+
+
+def subset(dataset: ParsedDataset, indices: list[int]) -> ParsedDataset:
+    """A shallow copy of ``dataset`` whose per-sample arrays hold only ``indices``.
+
+    Used to hand a chunk of a ``metadata.json`` dataset object to ``predict``.
+    """
+    import copy
+
+    part = copy.copy(dataset)
+    idx = np.asarray(indices, dtype=int)
+    for name in ("x", "y"):
+        arr = getattr(dataset, name)
+        setattr(part, name, arr[idx] if len(arr) else arr)
+    for name in ("explanation", "judge_prompts", "level_3", "level_4"):
+        arr = getattr(dataset, name, None)
+        if isinstance(arr, np.ndarray):
+            part.__dict__[name] = arr[idx] if len(arr) else arr
+    return part
