@@ -58,7 +58,7 @@ def _as_matrix(value: Any) -> list[list[float]] | None:
             rows.append([_cell_number(cell) for cell in row])
         except TypeError:
             return None
-    if not rows:
+    if not rows or not any(rows):
         return None
     width = max(len(r) for r in rows)
     return [r + [math.nan] * (width - len(r)) for r in rows]
@@ -68,20 +68,25 @@ def _draw(matrix: list[list[float]], title: str, path: Path) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # optional dependency
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(1.2 + 0.6 * len(matrix[0]), 1.0 + 0.6 * len(matrix)))
+    figure = Figure(figsize=(2.5 + 0.7 * len(matrix[0]), 2.0 + 0.7 * len(matrix)))
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
     image = axes.imshow(matrix, cmap="viridis", aspect="auto")
     figure.colorbar(image, ax=axes)
+    finite = [c for row in matrix for c in row if math.isfinite(c)]
+    middle = (min(finite) + max(finite)) / 2 if finite else 0.0
     for i, row in enumerate(matrix):
         for j, cell in enumerate(row):
-            if not math.isnan(cell):
-                axes.text(j, i, f"{cell:.3g}", ha="center", va="center", color="w", fontsize=8)
+            if math.isfinite(cell):  # dark text on the bright half of the colour map
+                axes.text(j, i, f"{cell:.3g}", ha="center", va="center", fontsize=8,
+                          color="black" if cell > middle else "white")
+    axes.set_xticks(range(len(matrix[0])))
+    axes.set_yticks(range(len(matrix)))
     axes.set_title(title)
     axes.set_xlabel("evaluated on task")
     axes.set_ylabel("after training round")
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100)
+    figure.savefig(path, dpi=100, bbox_inches="tight")
 
 
 def draw_matrix_pictures(results: Sequence[CaseResult]) -> tuple[Path, ...]:
