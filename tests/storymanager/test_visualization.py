@@ -1,4 +1,5 @@
 """Tests for core.storymanager.visualization (spec §9.7)."""
+# ruff: noqa: E501  (the expected table is the spec's verbatim wide output)
 
 from __future__ import annotations
 
@@ -132,7 +133,7 @@ def test_visualize_other_mode_prints_nothing(spec_csv: Path) -> None:
     assert out.getvalue() == ""
 
 
-def test_visualize_unknown_method_lists_known(spec_csv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_visualize_unknown_method_lists_known(spec_csv: Path) -> None:
     config = RankConfig()
     object.__setattr__(config, "visualization_method", "draw_magic")  # bypass validation
     with pytest.raises(VisualizationError, match="draw_magic.*known methods: print_table"):

@@ -13,6 +13,7 @@ inner quotes doubled), floats in shortest round-trip form, ``None``/NaN empty.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import logging
@@ -22,7 +23,8 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +120,7 @@ def read_table(path: Path) -> tuple[list[str], list[Row]]:
             raise RankFileError(f"{path}: record {line_no} has {len(record)} cells but the "
                                 f"header has {len(header)}")
         record = record + [""] * (len(header) - len(record))
-        rows.append(dict(zip(header, record)))
+        rows.append(dict(zip(header, record, strict=True)))
     return header, rows
 
 
@@ -162,10 +164,8 @@ def write_text_atomic(path: Path, text: str) -> None:
         os.chmod(tmp_name, _target_mode(path))
         os.replace(tmp_name, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
         raise
     logger.debug("wrote %s", path)
 

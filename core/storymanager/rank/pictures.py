@@ -17,7 +17,8 @@ import logging
 import math
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 from core.storymanager.rank.types import CaseResult
 

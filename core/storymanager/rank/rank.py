@@ -10,7 +10,7 @@ import datetime as _dt
 import logging
 import os
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from core.storymanager.rank import table
 from core.storymanager.rank.csvio import RankFileError, Row, read_table, write_table

@@ -24,7 +24,8 @@ import difflib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 logger = logging.getLogger(__name__)
 
@@ -190,7 +191,7 @@ class RankConfig:
                       "visualization.method", source)
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any] | None, source: str) -> "RankConfig":
+    def from_mapping(cls, data: Mapping[str, Any] | None, source: str) -> RankConfig:
         """Parse the YAML ``rank:`` mapping of ``source`` (the job file path, for messages).
 
         ``None`` (no ``rank`` section) yields the defaults and logs a warning; upstream

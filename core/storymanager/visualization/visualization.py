@@ -16,7 +16,8 @@ import logging
 import sys
 import unicodedata
 from pathlib import Path
-from typing import Callable, Sequence, TextIO
+from typing import TextIO
+from collections.abc import Callable, Sequence
 
 from core.storymanager.rank.types import VISUALIZATION_METHODS, RankConfig, RankFiles
 
@@ -97,7 +98,8 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
         height = max((len(s) for s in split), default=1)
         out = []
         for k in range(height):
-            parts = [_centre(s[k] if k < len(s) else "", w) for s, w in zip(split, widths)]
+            parts = [_centre(s[k] if k < len(s) else "", w)
+                     for s, w in zip(split, widths, strict=True)]
             out.append("|" + "|".join(f" {p} " for p in parts) + "|")
         return out
 
