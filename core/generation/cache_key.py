@@ -80,6 +80,17 @@ def load_cache(path: str | os.PathLike[str]) -> dict[str, Generation]:
     return cache
 
 
+def _terminate_torn_line(path: Path) -> None:
+    """End a file whose last line was cut mid-write with a newline, so appended
+    records start on their own line (the torn line stays unreadable and skipped)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path, "rb+") as handle:
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) != b"\n":
+            handle.write(b"\n")
+
+
 def cached_generate(generator: Generator, requests: Iterable[GenerationRequest],
                     cache_path: str | os.PathLike[str]) -> Iterator[Generation]:
     """Generate with resume: samples whose key is in ``cache_path`` are not regenerated.
@@ -108,6 +119,7 @@ def cached_generate(generator: Generator, requests: Iterable[GenerationRequest],
     if not todo:
         return
     Path(cache_path).parent.mkdir(parents=True, exist_ok=True)
+    _terminate_torn_line(Path(cache_path))
     with open(cache_path, "a", encoding="utf-8") as out:
         for gen in generator.generate(todo):
             out.write(json.dumps(gen.to_dict(), ensure_ascii=False) + "\n")
