@@ -22,7 +22,13 @@ _MISSING = object()
 
 
 def type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
+    """YAML-ish name of a value's type (``LinedDict`` -> ``dict``)."""
+    if value is None:
+        return "null"
+    for base in (bool, int, float, str, dict, list):
+        if isinstance(value, base):
+            return base.__name__
+    return type(value).__name__
 
 
 class Section:

@@ -48,7 +48,7 @@ class DatasetError(IanvsError):
     """A dataset file is missing, has an unsupported format or a malformed record."""
 
 
-class RegistryError(IanvsError):
+class RegistryError(IanvsError, ValueError):
     """A plugin alias is unknown, ambiguous or registered twice with different objects."""
 
 
