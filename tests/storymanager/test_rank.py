@@ -12,7 +12,12 @@ from typing import Any
 import pytest
 
 from core.storymanager.rank import pictures
-from core.storymanager.rank.csvio import canonical_text, format_cell, infer_cell, read_table
+from core.storymanager.rank.csvio import (
+    canonical_text,
+    format_cell,
+    infer_cell,
+    read_table,
+)
 from core.storymanager.rank.rank import save_rank
 from core.storymanager.rank.types import (
     CaseResult,

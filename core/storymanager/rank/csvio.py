@@ -22,9 +22,9 @@ import numbers
 import os
 import re
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from collections.abc import Sequence
 
 logger = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ import importlib.util
 import logging
 import math
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from collections.abc import Mapping, Sequence
 
 from core.storymanager.rank.types import CaseResult
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import os
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
 from core.storymanager.rank import table
 from core.storymanager.rank.csvio import RankFileError, Row, read_table, write_table

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Iterable, Mapping, Sequence
 
 from core.storymanager.rank.csvio import Row, canonical_text, format_cell, infer_cell
 from core.storymanager.rank.types import ALL, SORT_ASCEND, CaseResult, RankConfig

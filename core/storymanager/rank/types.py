@@ -4,7 +4,8 @@ This module is the contract between the test-case controller (which produces
 :class:`CaseResult` objects and a :class:`RankConfig`) and the rank/visualisation
 code (which writes ``all_rank.csv`` / ``selected_rank.csv`` and prints them).
 
-It imports nothing from the rest of ``core`` so every other package can depend on it.
+It imports only ``core.common.errors`` from the rest of ``core``, so every other package
+can depend on it.
 
 Contracts
 ---------
@@ -22,10 +23,12 @@ from __future__ import annotations
 import datetime as _dt
 import difflib
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Mapping, Sequence
+
+from core.common.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -60,10 +63,11 @@ _RANK_KEYS: tuple[str, ...] = ("sort_by", "visualization", "selected_dataitem", 
 _VIS_KEYS: tuple[str, ...] = ("mode", "method")
 
 
-class RankConfigError(ValueError):
+class RankConfigError(ConfigError, ValueError):
     """Invalid ``rank`` section.  The message names the file, the key and the fix.
 
-    Local stand-in for the project-wide ``ConfigError``; the lead may re-parent it.
+    A :class:`core.common.errors.ConfigError` (so the CLI prints it as one line) and a
+    ``ValueError``.
     """
 
 
@@ -77,7 +81,7 @@ def format_completion_time(moment: _dt.datetime | None = None) -> str:
 
 
 def _err(source: str, key: str, problem: str, fix: str) -> RankConfigError:
-    return RankConfigError(f"{source}: rank.{key}: {problem}. {fix}")
+    return RankConfigError(f"rank.{key}: {problem}", source=source, hint=fix)
 
 
 def _hint(name: str, allowed: Sequence[str]) -> str:
@@ -207,8 +211,8 @@ class RankConfig:
                            "selected_rank.csv, print the table).", source)
             return cls()
         if not isinstance(data, Mapping):
-            raise RankConfigError(f"{source}: rank: must be a mapping, got "
-                                  f"{type(data).__name__}. See docs/rank.md for the keys.")
+            raise RankConfigError(f"rank: must be a mapping, got {type(data).__name__}",
+                                  source=source, hint="See docs/rank.md for the keys.")
         _check_keys(data, _RANK_KEYS, "", source)
         kwargs: dict[str, Any] = {}
         if "sort_by" in data:

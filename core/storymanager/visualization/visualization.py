@@ -15,9 +15,9 @@ import io
 import logging
 import sys
 import unicodedata
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
-from collections.abc import Callable, Sequence
 
 from core.storymanager.rank.types import VISUALIZATION_METHODS, RankConfig, RankFiles
 
