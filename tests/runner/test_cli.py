@@ -164,3 +164,14 @@ def test_killed_run_resumes_and_loses_or_repeats_nothing(toy: Path) -> None:
     assert len(calls) <= 5 and sorted(set(calls)) == sorted(["1+1", "2*3", "10-4", "7+8"])
     rows = list(csv.DictReader((toy / "workspace/toyjob/rank/all_rank.csv").open()))
     assert [r["acc"] for r in rows] == ["1.0"]
+
+
+def test_rerun_replaces_rows_of_resumed_cases(toy: Path) -> None:
+    for _ in range(2):
+        assert run_cli("-f", "benchmarkingjob.yaml", "--no-progress", cwd=toy).returncode == 0
+    rows = list(csv.DictReader((toy / "workspace/toyjob/rank/all_rank.csv").open()))
+    assert len(rows) == 4 and len({r["url"] for r in rows}) == 4
+    assert run_cli("-f", "benchmarkingjob.yaml", "--no-progress", "--fresh",
+                   cwd=toy).returncode == 0
+    rows = list(csv.DictReader((toy / "workspace/toyjob/rank/all_rank.csv").open()))
+    assert len(rows) == 8  # fresh folders accumulate, as upstream re-runs did

@@ -40,6 +40,20 @@ def _read_history(path: Path, layout: table.Layout) -> tuple[table.Layout, list[
     return table.layout_from_header(header, layout.modules, layout.hyperparameters), rows
 
 
+def _drop_superseded(old_rows: list[Row], results: Sequence[CaseResult]) -> list[Row]:
+    """Drop history rows of test cases this run re-scored (same ``url``).
+
+    A resumed or re-scored test case keeps its folder, so its new row replaces its old one
+    instead of duplicating it; runs with ``--fresh`` get new folders and accumulate rows.
+    """
+    urls = {r.url for r in results}
+    kept = [row for row in old_rows if row.get("url") not in urls]
+    if len(kept) < len(old_rows):
+        logger.info("replacing %d previous row(s) of re-scored test cases",
+                    len(old_rows) - len(kept))
+    return kept
+
+
 def save_rank(results: Sequence[CaseResult], config: RankConfig, rank_dir: Path,
               metric_names: Sequence[str]) -> RankFiles:
     """Merge this run's results with the job's history and write the rank files.
@@ -54,7 +68,8 @@ def save_rank(results: Sequence[CaseResult], config: RankConfig, rank_dir: Path,
     Behaviour (spec §9.3-§9.6, §9.8):
         1. Rows of this run are built (:func:`table.rows_from_results`).
         2. An existing ``all_rank.csv`` is read back (cells keep their text) and its
-           rows are put before this run's; columns are united (metrics in testenv order
+           rows are put before this run's (rows with the ``url`` of a test case of this
+           run are replaced by the new result); columns are united (metrics in testenv order
            first).  An unreadable file is renamed ``all_rank.csv.unreadable-<stamp>``.
         3. The combined rows are stably sorted by ``config.sort_by``.
         4. ``all_rank.csv`` is rewritten (``rank`` renumbered 1..N) unless
@@ -73,6 +88,7 @@ def save_rank(results: Sequence[CaseResult], config: RankConfig, rank_dir: Path,
     new_layout, new_rows = table.rows_from_results(results, metric_names)
     all_path = rank_dir / ALL_RANK_FILE
     old_layout, old_rows = _read_history(all_path, new_layout)
+    old_rows = _drop_superseded(old_rows, results)
     layout = table.merge_layouts(new_layout, old_layout)
     run_metrics = new_layout.metrics
     rows = table.sort_rows([*old_rows, *new_rows], config.sort_by, run_metrics)
