@@ -1,0 +1,32 @@
+"""Sandboxed execution of untrusted code (issue 3).
+
+Public API::
+
+    from core.testenvmanager.sandbox import ExecRequest, get_executor
+    with get_executor("local", workers=2, min_isolation="netns") as ex:
+        for res in ex.run([ExecRequest(id="t0", program=src, test=tests, entry_point="f")]):
+            print(res.id, res.outcome, res.isolation)
+
+See ``docs/sandbox.md`` for the outcome taxonomy and what the isolation protects against.
+"""
+
+from .base import BACKENDS, Executor, get_executor, known_backends, register_backend
+from .calibrate import calibrate_timeouts, calibrated_timeout
+from .types import (
+    ExecMode,
+    ExecRequest,
+    ExecResult,
+    ExecutorClosedError,
+    IsolationLevel,
+    IsolationUnavailableError,
+    Outcome,
+    SandboxError,
+    UnknownBackendError,
+)
+
+__all__ = [
+    "BACKENDS", "Executor", "get_executor", "known_backends", "register_backend",
+    "calibrate_timeouts", "calibrated_timeout",
+    "ExecMode", "ExecRequest", "ExecResult", "ExecutorClosedError", "IsolationLevel",
+    "IsolationUnavailableError", "Outcome", "SandboxError", "UnknownBackendError",
+]

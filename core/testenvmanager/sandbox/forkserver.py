@@ -1,0 +1,578 @@
+"""Warm fork server for the ``local`` backend (stdlib only; run as ``python -I -S forkserver.py``).
+
+The caller starts this script once per executor with a scrubbed environment. At start-up it
+enters the strongest isolation the kernel grants (new network namespace, child subreaper, a
+root-owned scratch directory, per-worker unprivileged uids when running as root), reports the
+achieved level in a ``hello`` frame and then serves requests:
+
+* framing on stdin/stdout: 4-byte big-endian length + UTF-8 JSON object;
+* caller -> server: ``{"op": "run", "seq": n, "req": {...}}`` and ``{"op": "shutdown"}``;
+* server -> caller: ``{"op": "hello", ...}`` once, then one ``{"op": "result", "seq": n, ...}``
+  per request, in completion order.
+
+Per request the server forks a child that starts a new session, applies rlimits, enters a fresh
+private working directory, drops to the worker uid, closes every inherited descriptor and runs
+:mod:`runner`. The server enforces the wall-clock timeout (SIGKILL to the whole process group),
+caps captured output, reaps escaped descendants, verifies the nonce'd result record and removes the
+working directory. It never runs untrusted code itself and is single-threaded.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import resource
+import selectors
+import shutil
+import signal
+import struct
+import sys
+import time
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_HEADER = struct.Struct(">I")
+_CLONE_NEWNET = 0x40000000
+_CLONE_NEWUSER = 0x10000000
+_PR_SET_CHILD_SUBREAPER = 36
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
+_LEVELS = ("none", "process", "netns", "full")
+#: stdlib modules imported once by the server so children get them for free (and can import them
+#: even when the interpreter lives in a directory the unprivileged worker uid cannot read)
+DEFAULT_PRELOAD = (
+    "abc", "argparse", "array", "ast", "base64", "binascii", "bisect", "calendar", "cmath",
+    "collections", "collections.abc", "contextlib", "copy", "csv", "dataclasses", "datetime",
+    "decimal", "difflib", "enum", "fnmatch", "fractions", "functools", "glob", "hashlib", "heapq",
+    "io", "itertools", "json", "keyword", "locale", "logging", "math", "numbers", "operator",
+    "pathlib", "pprint", "queue", "random", "re", "secrets", "select", "shutil", "signal",
+    "socket", "statistics", "string", "struct", "subprocess", "tempfile", "textwrap", "threading",
+    "time", "timeit", "traceback", "types", "typing", "unicodedata", "unittest", "uuid",
+    "warnings", "weakref", "zlib", "_posixsubprocess", "_signal", "encodings.idna",
+    "encodings.ascii", "encodings.latin_1", "stringprep",
+)
+
+
+def _preload(names: list[str], facts: dict) -> None:
+    import importlib
+
+    failed = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - optional module missing on this build
+            failed.append(name)
+    if failed:
+        facts["notes"].append(f"could not preload: {', '.join(failed)}")
+    stdlib = os.path.dirname(os.__file__)
+    path = stdlib
+    while path not in ("/", ""):
+        if not os.stat(path).st_mode & 0o001:
+            facts["notes"].append(f"{path} is not searchable by other users: unprivileged workers "
+                                  "can import only preloaded modules")
+            break
+        path = os.path.dirname(path)
+
+
+def _load_runner():
+    """Import runner.py from this directory without touching sys.path (we run with -I -S)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_sandbox_runner", os.path.join(_HERE, "runner.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _log(msg: str) -> None:
+    try:
+        os.write(2, f"forkserver[{os.getpid()}]: {msg}\n".encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+# ----------------------------------------------------------------------------------- isolation
+def _setup_isolation(cfg: dict) -> dict:
+    """Enter netns / subreaper; return facts about what was achieved (never raises)."""
+    facts = {"netns": False, "subreaper": False, "drop_uid": False, "notes": []}
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if cfg.get("netns", True):
+            if libc.unshare(_CLONE_NEWNET) == 0:
+                facts["netns"] = True
+            elif os.geteuid() != 0:
+                uid, gid = os.geteuid(), os.getegid()
+                if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) == 0:
+                    try:
+                        with open("/proc/self/setgroups", "w") as fh:
+                            fh.write("deny")
+                        with open("/proc/self/uid_map", "w") as fh:
+                            fh.write(f"{uid} {uid} 1")
+                        with open("/proc/self/gid_map", "w") as fh:
+                            fh.write(f"{gid} {gid} 1")
+                    except OSError as exc:
+                        facts["notes"].append(f"userns map failed: {exc}")
+                    facts["netns"] = True
+                    facts["notes"].append("network namespace via user namespace")
+                else:
+                    facts["notes"].append(f"unshare(NEWNET) failed: {os.strerror(ctypes.get_errno())}")
+            else:
+                facts["notes"].append(f"unshare(NEWNET) failed: {os.strerror(ctypes.get_errno())}")
+        if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
+            facts["subreaper"] = True
+        del libc
+    except Exception as exc:  # noqa: BLE001 - ctypes missing or exotic libc
+        facts["notes"].append(f"ctypes isolation setup failed: {exc}")
+    for name in [n for n in sys.modules if n == "ctypes" or n.startswith(("ctypes.", "_ctypes"))]:
+        del sys.modules[name]
+    if facts["netns"]:
+        _loopback_up(facts)
+    facts["drop_uid"] = bool(cfg.get("drop_uid", True)) and os.geteuid() == 0
+    return facts
+
+
+def _loopback_up(facts: dict) -> None:
+    """Bring ``lo`` up inside the new namespace so localhost servers in tests still work."""
+    import fcntl
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            ifreq = struct.pack("16sH14s", b"lo", 0, b"\0" * 14)
+            flags = struct.unpack("16sH14s", fcntl.ioctl(sock, _SIOCGIFFLAGS, ifreq))[1]
+            fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack("16sH14s", b"lo", flags | _IFF_UP, b"\0" * 14))
+    except OSError as exc:
+        facts["notes"].append(f"loopback not up: {exc}")
+
+
+# ----------------------------------------------------------------------------------- framing
+def _send(obj: dict) -> None:
+    data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        try:
+            n = os.write(1, view)
+        except BlockingIOError:
+            selectors.DefaultSelector().register(1, selectors.EVENT_WRITE)  # rare; just wait
+            time.sleep(0.001)
+            continue
+        view = view[n:]
+
+
+class _Job:
+    """Book-keeping for one running child (server side only)."""
+
+    __slots__ = ("seq", "req", "pid", "slot", "uid", "workdir", "nonce", "start", "deadline",
+                 "bufs", "totals", "truncated", "fds", "status", "rusage", "timed_out", "reaped")
+
+    def __init__(self, seq: int, req: dict) -> None:
+        self.seq, self.req = seq, req
+        self.pid = self.slot = self.uid = 0
+        self.workdir = self.nonce = ""
+        self.start = self.deadline = 0.0
+        self.bufs = {"out": bytearray(), "err": bytearray(), "res": bytearray()}
+        self.totals = {"out": 0, "err": 0, "res": 0}
+        self.truncated = {"out": False, "err": False, "res": False}
+        self.fds: dict[int, str] = {}
+        self.status: int | None = None
+        self.rusage = None
+        self.timed_out = False
+        self.reaped = False
+
+
+class Server:
+    """Single-threaded event loop: control frames, child pipes, SIGCHLD, deadlines."""
+
+    def __init__(self, cfg: dict, facts: dict, runner) -> None:
+        self.cfg, self.facts, self.runner = cfg, facts, runner
+        self.workers = max(1, int(cfg.get("workers", 1)))
+        self.output_limit = int(cfg.get("output_limit", 65536))
+        self.drain_limit = max(self.output_limit, int(cfg.get("drain_limit", 8 << 20)))
+        self.uid_base = int(cfg.get("uid_base", 61000))
+        self.limits = cfg.get("limits", {})
+        self.free_slots = list(range(self.workers))
+        self.pending: list[tuple[int, dict]] = []
+        self.jobs: dict[int, _Job] = {}  # pid -> job
+        self.sel = selectors.DefaultSelector()
+        self.ctl_buf = bytearray()
+        self.shutting_down = False
+        self.devnull = os.open(os.devnull, os.O_RDONLY)
+        self.scratch = cfg["scratch"]
+        self.child_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+                          "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+                          "PYTHONIOENCODING": "utf-8"}
+        self.wake_r, wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        os.set_blocking(0, False)
+        self.sel.register(0, selectors.EVENT_READ, "ctl")
+        self.sel.register(self.wake_r, selectors.EVENT_READ, "wake")
+
+    # -- control ---------------------------------------------------------------------------
+    def _read_control(self) -> None:
+        while True:
+            try:
+                chunk = os.read(0, 1 << 20)
+            except BlockingIOError:
+                break
+            if not chunk:
+                self.shutting_down = True
+                self.sel.unregister(0)
+                break
+            self.ctl_buf += chunk
+        while len(self.ctl_buf) >= 4:
+            (size,) = _HEADER.unpack_from(self.ctl_buf)
+            if len(self.ctl_buf) < 4 + size:
+                break
+            msg = json.loads(bytes(self.ctl_buf[4:4 + size]))
+            del self.ctl_buf[:4 + size]
+            if msg.get("op") == "run":
+                self.pending.append((msg["seq"], msg["req"]))
+            elif msg.get("op") == "shutdown":
+                self.shutting_down = True
+
+    # -- launching -------------------------------------------------------------------------
+    def _start(self, seq: int, req: dict) -> None:
+        job = _Job(seq, req)
+        job.slot = self.free_slots.pop()
+        job.uid = self.uid_base + job.slot if self.facts["drop_uid"] else -1
+        job.nonce = os.urandom(16).hex()
+        try:
+            job.workdir = self._make_workdir(req, job.uid)
+            stdin_fd = self._stdin_fd(req.get("stdin") or "")
+            pipes = {name: os.pipe() for name in ("out", "err", "res")}
+        except OSError as exc:
+            self.free_slots.append(job.slot)
+            self._cleanup_dir(job.workdir)
+            self._emit(job, "infra_error", None, 0.0, f"could not prepare request: {exc}")
+            return
+        job.start = time.monotonic()
+        job.deadline = job.start + float(req.get("timeout", 10.0))
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            for r, w in pipes.values():
+                os.close(r)
+                os.close(w)
+            if stdin_fd != self.devnull:
+                os.close(stdin_fd)
+            self.free_slots.append(job.slot)
+            self._cleanup_dir(job.workdir)
+            self._emit(job, "infra_error", None, 0.0, f"fork failed: {exc}")
+            return
+        if pid == 0:  # ------------------------------------------------------------- child
+            code = 70
+            try:
+                code = self._child(job, req, stdin_fd, pipes)
+            finally:
+                os._exit(code)
+        job.pid = pid
+        if stdin_fd != self.devnull:
+            os.close(stdin_fd)
+        for name, (r, w) in pipes.items():
+            os.close(w)
+            os.set_blocking(r, False)
+            job.fds[r] = name
+            self.sel.register(r, selectors.EVENT_READ, (job, name))
+        self.jobs[pid] = job
+
+    def _make_workdir(self, req: dict, uid: int) -> str:
+        path = os.path.join(self.scratch, "r" + os.urandom(8).hex())
+        os.mkdir(path, 0o700)
+        for rel, text in (req.get("files") or {}).items():
+            target = os.path.join(path, rel)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        if uid >= 0:
+            # root-owned sticky dir: the worker can create files but cannot delete or rewrite
+            # the provided ones; other workers cannot guess the name (scratch is 0711)
+            for dirpath, dirs, _files in os.walk(path):
+                for d in dirs:
+                    os.chmod(os.path.join(dirpath, d), 0o1777)
+            os.chmod(path, 0o1777)
+        return path
+
+    def _stdin_fd(self, text: str) -> int:
+        if not text:
+            return self.devnull
+        fd = os.memfd_create("stdin", 0)
+        data = text.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data):]
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+
+    def _child(self, job: _Job, req: dict, stdin_fd: int, pipes: dict) -> int:
+        """Runs in the forked child: isolate, then hand over to the runner. Returns exit code."""
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        os.dup2(stdin_fd, 0)
+        os.dup2(pipes["out"][1], 1)
+        os.dup2(pipes["err"][1], 2)
+        os.dup2(pipes["res"][1], 3)
+        os.closerange(4, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        os.chdir(job.workdir)
+        lim = self.limits
+        timeout = float(req.get("timeout", 10.0))
+        mem = int(req.get("memory_mb", 1024)) << 20
+        cpu = int(timeout) + 2
+        for rlim, value in ((resource.RLIMIT_AS, mem), (resource.RLIMIT_CPU, cpu),
+                            (resource.RLIMIT_CORE, 0),
+                            (resource.RLIMIT_FSIZE, int(lim.get("file_size_mb", 64)) << 20),
+                            (resource.RLIMIT_NOFILE, int(lim.get("open_files", 256))),
+                            (resource.RLIMIT_NPROC, int(lim.get("processes", 64)))):
+            try:
+                soft, hard = resource.getrlimit(rlim)
+                if hard != resource.RLIM_INFINITY and value > hard:
+                    value = hard
+                resource.setrlimit(rlim, (value, value))
+            except (ValueError, OSError):
+                pass
+        os.umask(0o077)
+        if job.uid >= 0:
+            os.setgroups([])
+            os.setgid(job.uid)
+            os.setuid(job.uid)
+        env = dict(self.child_env, HOME=job.workdir, TMPDIR=job.workdir, PWD=job.workdir)
+        os.environ.clear()
+        os.environ.update(env)
+        sys.argv[:] = ["sandbox"]
+        runner, nonce, workdir = self.runner, job.nonce, job.workdir
+        # drop references to server state before untrusted code can look around
+        sys.modules.pop("__main__", None)
+        self.__dict__.clear()
+        del job, pipes
+        return runner.run_request(req, nonce, 3, workdir)
+
+    # -- collecting ------------------------------------------------------------------------
+    def _on_readable(self, fd: int, job: _Job, name: str) -> None:
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._close_fd(job, fd)
+                return
+            job.totals[name] += len(chunk)
+            buf = job.bufs[name]
+            room = self.output_limit - len(buf) if name != "res" else 4096 - len(buf)
+            if room > 0:
+                buf += chunk[:room]
+            if len(chunk) > room:
+                job.truncated[name] = True
+            if job.totals[name] > self.drain_limit:
+                self._close_fd(job, fd)  # writer now gets EPIPE instead of stalling us
+                return
+
+    def _close_fd(self, job: _Job, fd: int) -> None:
+        if fd in job.fds:
+            del job.fds[fd]
+            try:
+                self.sel.unregister(fd)
+            except KeyError:
+                pass
+            os.close(fd)
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status, rusage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            job = self.jobs.get(pid)
+            if job is None:
+                continue  # an adopted orphan (we are a subreaper)
+            job.status, job.rusage, job.reaped = status, rusage, True
+            self._finish(job)
+
+    def _finish(self, job: _Job) -> None:
+        try:
+            os.killpg(job.pid, signal.SIGKILL)  # leftovers in the request's process group
+        except OSError:
+            pass
+        for fd, name in list(job.fds.items()):
+            self._on_readable(fd, job, name)  # whatever is already buffered
+            self._close_fd(job, fd)
+        del self.jobs[job.pid]
+        self._kill_escapees()
+        self.free_slots.append(job.slot)
+        self._grade(job)
+        self._cleanup_dir(job.workdir)
+
+    def _kill_escapees(self) -> None:
+        """Kill direct children that are not current jobs: descendants that escaped their
+        process group and were re-parented to us (the server is a child subreaper)."""
+        if not self.facts["subreaper"]:
+            return
+        try:
+            with open(f"/proc/self/task/{os.getpid()}/children", "rb") as fh:
+                pids = [int(p) for p in fh.read().split()]
+        except OSError:
+            return
+        for pid in pids:
+            if pid not in self.jobs:
+                for kill in (os.killpg, os.kill):
+                    try:
+                        kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+
+    def _cleanup_dir(self, path: str) -> None:
+        if not path:
+            return
+        try:
+            os.rmdir(path)
+        except OSError:
+            shutil.rmtree(path, ignore_errors=True)
+
+    # -- grading ---------------------------------------------------------------------------
+    def _grade(self, job: _Job) -> None:
+        duration = time.monotonic() - job.start
+        status = job.status
+        exit_status = None
+        sig = 0
+        if status is not None:
+            if os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                exit_status = -sig
+            else:
+                exit_status = os.waitstatus_to_exitcode(status)
+        maxrss = job.rusage.ru_maxrss if job.rusage is not None else None
+        mem_kb = int(job.req.get("memory_mb", 1024)) << 10
+        record, foreign = self._parse_record(job)
+        exec_time = None
+        if job.timed_out:
+            outcome, detail = "timeout", f"killed after {job.req.get('timeout')}s wall-clock limit"
+        elif foreign:
+            outcome, detail = "sandbox_violation", "the result channel was written by someone else"
+        elif record is not None and exit_status == 0:
+            outcome, exec_time, detail = record
+        elif sig == signal.SIGXCPU:
+            outcome, detail = "timeout", "CPU time limit exceeded"
+        elif sig and maxrss is not None and maxrss >= 0.9 * mem_kb:
+            outcome, detail = "memory_exceeded", f"killed by signal {sig} near the memory limit"
+        elif sig:
+            outcome, detail = "error", f"killed by signal {sig}"
+        elif exit_status == 0:
+            outcome, detail = "error", "exited with status 0 before the harness reported a result"
+        else:
+            outcome, detail = "error", f"exited with status {exit_status} without a harness verdict"
+        self._emit(job, outcome, exit_status, duration, detail, exec_time, maxrss)
+
+    def _parse_record(self, job: _Job):
+        """Return ((status, exec_time, detail) | None, foreign_bytes_seen)."""
+        data = bytes(job.bufs["res"])
+        if not data:
+            return None, job.totals["res"] > 0
+        parts = data.split(b" ")
+        ok = (len(parts) == 4 and data.endswith(b"\n") and data.count(b"\n") == 1
+              and parts[0] == job.nonce.encode("ascii") and job.totals["res"] == len(data))
+        if not ok:
+            return None, True
+        try:
+            detail = bytes.fromhex(parts[3].strip().decode("ascii")).decode("utf-8", "replace")
+            return (parts[1].decode("ascii"), float(parts[2]), detail), False
+        except ValueError:
+            return None, True
+
+    def _emit(self, job: _Job, outcome: str, exit_status, duration: float, detail: str,
+              exec_time=None, maxrss=None) -> None:
+        _send({"op": "result", "seq": job.seq, "outcome": outcome, "exit_status": exit_status,
+               "duration_s": duration, "detail": detail, "exec_time_s": exec_time,
+               "max_rss_kb": maxrss,
+               "stdout": job.bufs["out"].decode("utf-8", "replace"),
+               "stderr": job.bufs["err"].decode("utf-8", "replace"),
+               "stdout_truncated": job.truncated["out"], "stderr_truncated": job.truncated["err"],
+               "timeout_s": float(job.req.get("timeout", 10.0)),
+               "memory_mb": int(job.req.get("memory_mb", 1024))})
+
+    # -- loop ------------------------------------------------------------------------------
+    def serve(self) -> None:
+        while True:
+            while self.pending and self.free_slots and not self.shutting_down:
+                seq, req = self.pending.pop(0)
+                self._start(seq, req)
+            if self.shutting_down and not self.jobs:
+                return
+            now = time.monotonic()
+            timeout = None
+            for job in self.jobs.values():
+                if not job.timed_out:
+                    left = job.deadline - now
+                    if left <= 0:
+                        job.timed_out = True
+                        try:
+                            os.killpg(job.pid, signal.SIGKILL)
+                        except OSError:
+                            pass
+                    else:
+                        timeout = left if timeout is None else min(timeout, left)
+            if self.shutting_down:
+                for job in self.jobs.values():
+                    job.timed_out = True
+                    try:
+                        os.killpg(job.pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                timeout = 0.05
+            for key, _mask in self.sel.select(timeout):
+                data = key.data
+                if data == "ctl":
+                    self._read_control()
+                elif data == "wake":
+                    try:
+                        while os.read(self.wake_r, 4096):
+                            pass
+                    except BlockingIOError:
+                        pass
+                else:
+                    job, name = data
+                    if key.fd in job.fds:
+                        self._on_readable(key.fd, job, name)
+            self._reap()
+
+
+def main() -> int:
+    cfg = json.loads(sys.argv[1])
+    facts = _setup_isolation(cfg)
+    runner = _load_runner()
+    _preload(list(cfg.get("preload") or DEFAULT_PRELOAD), facts)
+    scratch = cfg.get("scratch_parent") or "/tmp"
+    cfg["scratch"] = scratch = os.path.join(scratch, f"ianvs-sandbox-{os.getpid()}-{os.urandom(4).hex()}")
+    os.mkdir(scratch, 0o711 if facts["drop_uid"] else 0o700)
+    level = 1
+    if facts["netns"]:
+        level = 2
+        if facts["drop_uid"] and facts["subreaper"]:
+            level = 3
+    _send({"op": "hello", "pid": os.getpid(), "isolation": _LEVELS[level], "facts": facts,
+           "python": sys.version.split()[0]})
+    server = Server(cfg, facts, runner)
+    try:
+        server.serve()
+    except Exception as exc:  # noqa: BLE001 - report and die; the caller turns this into infra_error
+        _log(f"fatal: {exc!r}")
+        raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BrokenPipeError:
+        sys.exit(0)
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise

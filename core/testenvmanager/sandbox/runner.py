@@ -1,0 +1,382 @@
+"""In-child test harness (stdlib only; loaded by the fork server, runs inside each forked child).
+
+Contract with the fork server
+-----------------------------
+``run_request(req, nonce, result_fd, workdir)`` runs one request *in the current process* (already
+forked, limited and chdir'ed by the server) and returns the exit code for ``os._exit``. When the
+harness reaches a verdict it writes exactly one record line to ``result_fd``::
+
+    <nonce> <status> <exec_time_s> <hex(utf-8 detail)>\\n
+
+The server accepts a verdict only if the nonce matches, the line is the only content of the
+channel, and the process exits with status 0. The nonce lives only in this function's frame; the
+audit hook installed before any untrusted code runs blocks the usual ways to reach it (frame
+introspection, gc walks, ctypes, tracing, /proc/self/mem, signal handlers that receive frames).
+
+Policy (enforced by an audit hook that cannot be removed): no subprocesses unless allowed, no
+writes/renames/deletes outside the workdir, no /proc, /sys and most of /dev, no signals outside the
+own process group, no non-loopback sockets, no ctypes, no tracing/profiling, no new audit hooks.
+A blocked action raises :class:`SandboxViolationError` in the program and is remembered: the
+request is graded ``sandbox_violation`` even if the program swallowed the exception. Frame
+introspection (``sys._getframe``, ``tb_frame``...) is refused without marking a violation, because
+ordinary library code (``typing``, ``collections.namedtuple``, ``logging``) probes it and copes.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sys
+import time
+
+__all__ = ["run_request", "SandboxViolationError"]
+
+
+class SandboxViolationError(PermissionError):
+    """Raised inside the sandboxed program when it attempts a blocked action."""
+
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_DEV_ALLOWED = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
+_FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+_SPAWN_EVENTS = frozenset({
+    "os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.spawn", "os.system",
+    "subprocess.Popen", "pty.spawn",
+})
+_ALWAYS_DENY = frozenset({
+    "sys._current_frames", "sys._current_exceptions", "sys.settrace", "sys.setprofile",
+    "sys.addaudithook", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
+    "cpython.remote_debugger_script",
+})
+_PATH_EVENTS = frozenset({
+    "os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.truncate", "os.utime",
+    "os.chflags", "os.lchflags", "os.setxattr", "os.removexattr", "shutil.rmtree",
+    "shutil.chown", "os.mkfifo", "os.mknod",
+})
+_LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost", "", "0.0.0.0", "::"})
+_BLOCKED_IMPORTS = frozenset({"ctypes", "_ctypes", "_signal", "_posixsubprocess", "_testcapi",
+                              "_xxsubinterpreters"})
+
+
+def _abspath(path: object) -> str | None:
+    """Absolute normalised string path, or None for fds / unknown types (pure string ops)."""
+    if isinstance(path, bytes):
+        path = path.decode("utf-8", "surrogateescape")
+    elif hasattr(path, "__fspath__") and not isinstance(path, str):
+        try:
+            path = os.fspath(path)  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - hostile __fspath__
+            return "<unknown>"
+        if isinstance(path, bytes):
+            path = path.decode("utf-8", "surrogateescape")
+    if not isinstance(path, str):
+        return None
+    if not path.startswith("/"):
+        path = os.getcwd() + "/" + path
+    return os.path.normpath(path)
+
+
+def _make_hook(workdir: str, allow_subprocess: bool, violations: list[str]):  # noqa: C901
+    """Build the audit hook enforcing the sandbox policy (see module docstring)."""
+    root = os.path.normpath(workdir)
+    prefix = root + "/"
+    getpid, getpgid = os.getpid, os.getpgid
+    own_pgid = getpgid(0)
+
+    def inside(p: str | None) -> bool:
+        return p is None or p == root or p.startswith(prefix)
+
+    def forbidden_read(p: str | None) -> bool:
+        if p is None:
+            return False
+        if p == "/proc" or p.startswith(("/proc/", "/sys/")) or p == "/sys":
+            return True
+        return (p == "/dev" or p.startswith("/dev/")) and p not in _DEV_ALLOWED
+
+    def deny(what: str) -> None:
+        violations.append(what)
+        raise SandboxViolationError(f"sandbox: {what} is not allowed")
+
+    def hook(event: str, args: tuple) -> None:
+        if event in ("exec", "compile", "marshal.loads", "os.listdir", "os.scandir", "import"):
+            if event == "import":
+                if args[0] in _BLOCKED_IMPORTS:
+                    deny(f"import of {args[0]}")
+            elif event in ("os.listdir", "os.scandir") and args and forbidden_read(_abspath(args[0])):
+                deny(f"listing {args[0]!r}")
+            return
+        if event == "open":
+            path = _abspath(args[0])
+            if forbidden_read(path):
+                deny(f"opening {args[0]!r}")
+            mode, flags = args[1], args[2]
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & _WRITE_FLAGS)
+            if writing and not inside(path) and path not in _DEV_ALLOWED:
+                deny(f"writing {args[0]!r} outside the working directory")
+            return
+        if event == "object.__getattr__":
+            if len(args) > 1 and args[1] in _FRAME_ATTRS:
+                raise AttributeError(f"sandbox: {args[1]} is not available")
+            return
+        if event == "sys._getframe":
+            raise ValueError("sandbox: frame introspection is disabled")
+        if event in _ALWAYS_DENY or event.startswith("ctypes."):
+            deny(event)
+        if event in _SPAWN_EVENTS:
+            if not allow_subprocess:
+                deny(f"starting a process ({event})")
+            return
+        if event in _PATH_EVENTS:
+            if args and not inside(_abspath(args[0])):
+                deny(f"{event} on {args[0]!r} outside the working directory")
+            return
+        if event in ("os.rename", "os.link", "os.symlink", "shutil.move", "shutil.copyfile",
+                     "shutil.copytree"):
+            if not (inside(_abspath(args[0])) and inside(_abspath(args[1]))):
+                deny(f"{event} {args[0]!r} -> {args[1]!r} leaves the working directory")
+            return
+        if event == "os.chdir":
+            if not isinstance(args[0], (str, bytes)) or not inside(_abspath(args[0])):
+                deny(f"chdir to {args[0]!r}")
+            return
+        if event in ("os.kill", "os.killpg"):
+            target, ok = args[0], False
+            if event == "os.kill":
+                if target in (0, getpid()):
+                    ok = True
+                elif isinstance(target, int) and target > 0:
+                    try:
+                        ok = getpgid(target) == own_pgid
+                    except OSError:
+                        ok = True  # no such process: harmless
+            else:
+                ok = target in (0, own_pgid)
+            if not ok:
+                deny(f"sending a signal to {target}")
+            return
+        if event in ("socket.connect", "socket.connect_ex", "socket.sendto", "socket.bind",
+                     "socket.sendmsg"):
+            addr = args[1] if len(args) > 1 else None
+            if isinstance(addr, tuple) and addr and not (isinstance(addr[0], str) and addr[0] in _LOOPBACK):
+                deny(f"network access to {addr!r}")
+            return
+
+    return hook
+
+
+def _disable_signal_handlers(violations: list[str]) -> None:
+    """Replace ``signal.signal`` so untrusted code cannot get frames through handler arguments."""
+    import _signal
+    import signal
+
+    def blocked_signal(signalnum: object, handler: object) -> object:
+        violations.append("installing a signal handler")
+        raise SandboxViolationError("sandbox: installing signal handlers is not allowed")
+
+    _signal.signal = blocked_signal  # type: ignore[attr-defined]
+    signal.signal = blocked_signal  # type: ignore[assignment]
+
+
+def _disable_posixsubprocess(violations: list[str]) -> None:
+    """Make the unaudited ``_posixsubprocess.fork_exec`` unusable (subprocesses not allowed)."""
+    import _posixsubprocess
+
+    def blocked_fork_exec(*args: object, **kwargs: object) -> object:
+        violations.append("starting a process (fork_exec)")
+        raise SandboxViolationError("sandbox: starting processes is not allowed")
+
+    _posixsubprocess.fork_exec = blocked_fork_exec  # type: ignore[attr-defined]
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except BaseException:  # noqa: BLE001 - hostile __str__
+        text = "<unprintable>"
+    return f"{type(exc).__name__}: {text[:500]}"
+
+
+def _classify(exc: BaseException, violations: list[str]) -> str:
+    if violations or isinstance(exc, SandboxViolationError):
+        return "sandbox_violation"
+    if isinstance(exc, AssertionError):
+        return "failed"
+    if isinstance(exc, MemoryError):
+        return "memory_exceeded"
+    return "error"
+
+
+def _unittest_result_class():
+    import unittest
+
+    class CountingResult(unittest.TestResult):
+        """Counts outcomes without formatting tracebacks (frames are hidden in the sandbox)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.first_problem = ""
+
+        def _note(self, kind: str, test: object, err: tuple) -> None:
+            if not self.first_problem:
+                self.first_problem = f"{kind} in {test}: {_describe(err[1])}"
+
+        def addFailure(self, test, err):  # noqa: N802 - unittest API
+            self.failures.append((test, ""))
+            self._note("failure", test, err)
+
+        def addError(self, test, err):  # noqa: N802
+            self.errors.append((test, ""))
+            self._note("error", test, err)
+
+        def addSubTest(self, test, subtest, err):  # noqa: N802
+            if err is not None:
+                if issubclass(err[0], test.failureException):
+                    self.failures.append((subtest, ""))
+                    self._note("failure", subtest, err)
+                else:
+                    self.errors.append((subtest, ""))
+                    self._note("error", subtest, err)
+
+        def addUnexpectedSuccess(self, test):  # noqa: N802
+            self.unexpectedSuccesses.append(test)
+            self.first_problem = self.first_problem or f"unexpected success in {test}"
+
+    return CountingResult
+
+
+def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # noqa: C901
+    """Run one request in this (forked, limited) process; return the process exit code.
+
+    Exit code 0 means a record was written; any other code means the harness could not report
+    (the server then grades from the exit status alone, never as ``passed``).
+    """
+    write, perf, exec_, compile_ = os.write, time.perf_counter, exec, compile
+    dict_, isinstance_ = dict, isinstance
+    modules = sys.modules
+    bdict = builtins.__dict__
+    pristine_builtins = dict_(bdict)
+    out, err = sys.stdout, sys.stderr
+    mode = req.get("mode", "function")
+    violations: list[str] = []
+    status, detail, t0 = "error", "", perf()
+
+    def report(status: str, detail: str, elapsed: float) -> int:
+        for stream in (out, err):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001 - closed/broken pipe/hostile replacement
+                pass
+        line = f"{nonce} {status} {elapsed:.6f} {detail.encode('utf-8', 'replace').hex()}\n"
+        try:
+            write(result_fd, line.encode("ascii"))
+        except OSError:
+            return 71
+        return 0
+
+    # ---- preparation (trusted) -------------------------------------------------------------
+    try:
+        testcase_snapshot: dict = {}
+        if mode == "unittest":
+            import traceback
+            import unittest
+
+            traceback.clear_frames = lambda tb: None  # would need tb_frame (hidden)
+            result_cls = _unittest_result_class()
+            for cls in (unittest.TestCase, unittest.TestSuite, unittest.TestLoader):
+                testcase_snapshot[cls] = dict_(vars(cls))
+        _disable_signal_handlers(violations)
+        if not req.get("allow_subprocess"):
+            _disable_posixsubprocess(violations)
+        modules.pop("__main__", None)
+        program, test = req.get("program", ""), req.get("test", "")
+        try:
+            test_code = compile_(test, "<test>", "exec") if test else None
+        except (SyntaxError, ValueError) as exc:
+            return report("infra_error", "test code does not compile: " + _describe(exc), 0.0)
+        if mode == "unittest":
+            code = None
+            for dirpath, _dirs, names in os.walk(workdir):
+                for name in names:
+                    if name.endswith(".py"):
+                        path = os.path.join(dirpath, name)
+                        with open(path, "rb") as fh:
+                            source = fh.read()
+                        try:
+                            compile_(source, path, "exec")
+                        except (SyntaxError, ValueError) as exc:
+                            return report("syntax_error", f"{name}: " + _describe(exc), 0.0)
+        else:
+            try:
+                code = compile_(program, "<program>", "exec")
+            except (SyntaxError, ValueError) as exc:
+                return report("syntax_error", _describe(exc), 0.0)
+        modules_before = dict_(modules)
+        sys.addaudithook(_make_hook(workdir, bool(req.get("allow_subprocess")), violations))
+    except BaseException as exc:  # noqa: BLE001
+        return report("infra_error", "harness setup failed: " + _describe(exc), 0.0)
+
+    # ---- untrusted phase ---------------------------------------------------------------------
+    t0 = perf()
+    try:
+        if mode == "unittest":
+            import unittest
+
+            sys.path.insert(0, workdir)
+            suite = unittest.TestLoader().discover(workdir, pattern=req.get("test_pattern") or "test*.py",
+                                                   top_level_dir=workdir)
+            bdict.clear()
+            bdict.update(pristine_builtins)
+            for cls, attrs in testcase_snapshot.items():
+                for name in [n for n in vars(cls) if n not in attrs]:
+                    delattr(cls, name)
+                for name, value in attrs.items():
+                    if name not in ("__dict__", "__weakref__", "__doc__"):
+                        setattr(cls, name, value)
+            result = result_cls()
+            suite.run(result)
+            if result.errors:
+                status, detail = "error", result.first_problem
+            elif result.failures or result.unexpectedSuccesses:
+                status, detail = "failed", result.first_problem
+            elif result.testsRun == 0:
+                status, detail = "error", "no tests were collected"
+            else:
+                status, detail = "passed", f"{result.testsRun} tests passed"
+        else:
+            namespace = {"__name__": "__main__" if mode == "script" else "__candidate__",
+                         "__builtins__": builtins}
+            exec_(code, namespace)
+            # tests get pristine builtins and fresh copies of modules the program imported
+            bdict.clear()
+            bdict.update(pristine_builtins)
+            for name in [n for n in modules if n not in modules_before]:
+                del modules[name]
+            for name, mod in modules_before.items():
+                if modules.get(name) is not mod:
+                    modules[name] = mod
+            test_ns = dict_(namespace)
+            test_ns["__builtins__"] = dict_(pristine_builtins)
+            if test_code is not None:
+                exec_(test_code, test_ns)
+            if mode == "function":
+                entry = req.get("entry_point", "")
+                check = test_ns.get("check")
+                if check is None:
+                    raise LookupError("test code defines no check(candidate)")
+                if entry not in test_ns:
+                    raise NameError(f"entry point {entry!r} is not defined by the program")
+                check(test_ns[entry])
+            status, detail = "passed", ""
+    except BaseException as exc:  # noqa: BLE001 - everything the program throws is graded
+        bdict.clear()
+        bdict.update(pristine_builtins)
+        status, detail = _classify(exc, violations), _describe(exc)
+    elapsed = perf() - t0
+    bdict.clear()
+    bdict.update(pristine_builtins)
+    if violations and status != "sandbox_violation":
+        status, detail = "sandbox_violation", violations[0]
+    if not isinstance_(status, str):  # paranoia: locals cannot be rebound, but keep it total
+        status = "error"
+    return report(status, detail, elapsed)

@@ -1,0 +1,210 @@
+"""Value types shared by every sandbox backend.
+
+Contracts
+---------
+* :class:`Outcome` is the fixed taxonomy of what happened to one request. Exactly one outcome is
+  reported per request. ``infra_error`` means the harness (not the code under test) failed and must
+  never be counted against the model.
+* :class:`IsolationLevel` is ordered: a higher value strictly adds protections to a lower one.
+* :class:`ExecRequest` validates itself on construction (``ValueError`` on bad input), so a
+  backend can trust its fields.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
+
+__all__ = [
+    "Outcome",
+    "IsolationLevel",
+    "ExecMode",
+    "ExecRequest",
+    "ExecResult",
+    "SandboxError",
+    "IsolationUnavailableError",
+    "UnknownBackendError",
+    "ExecutorClosedError",
+]
+
+
+class Outcome(str, enum.Enum):
+    """What happened to one request (fixed taxonomy, values are stable strings)."""
+
+    PASSED = "passed"                        # the harness itself reported that every test passed
+    FAILED = "failed"                        # a test assertion failed (AssertionError / unittest failure)
+    ERROR = "error"                          # any other exception or abnormal exit of program or tests
+    SYNTAX_ERROR = "syntax_error"            # the program under test does not compile
+    TIMEOUT = "timeout"                      # wall-clock or CPU limit reached; process group killed
+    MEMORY_EXCEEDED = "memory_exceeded"      # MemoryError or killed near the address-space limit
+    SANDBOX_VIOLATION = "sandbox_violation"  # the program attempted something the sandbox blocks
+    INFRA_ERROR = "infra_error"              # the harness failed; not the model's fault
+
+    @property
+    def counts_against_model(self) -> bool:
+        """True for every outcome except ``infra_error`` (which must be retried or excluded)."""
+        return self is not Outcome.INFRA_ERROR
+
+
+class IsolationLevel(enum.IntEnum):
+    """Ordered isolation tiers; each one includes everything of the tiers below it.
+
+    * ``NONE``: the request runs in a separate process, nothing else is promised.
+    * ``PROCESS``: own process group/session, resource limits (CPU, address space, processes,
+      file size, open files), private temporary working directory, scrubbed environment,
+      in-process audit policy (blocks subprocesses, writes outside the workdir, introspection).
+    * ``NETNS``: plus a fresh network namespace with only a loopback interface (no network).
+    * ``FULL``: plus a per-worker unprivileged uid/gid (so RLIMIT_NPROC applies, the parent cannot
+      be signalled, caller files are protected by permissions) and reaping of escaped descendants.
+    """
+
+    NONE = 0
+    PROCESS = 1
+    NETNS = 2
+    FULL = 3
+
+    @classmethod
+    def parse(cls, value: "IsolationLevel | str | int") -> "IsolationLevel":
+        """Accept a member, its case-insensitive name or its integer value."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls[value.strip().upper()]
+            except KeyError:
+                names = ", ".join(m.name.lower() for m in cls)
+                raise ValueError(f"unknown isolation level {value!r}; expected one of {names}") from None
+        return cls(int(value))
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+class ExecMode(str, enum.Enum):
+    """How the child runs a request.
+
+    * ``FUNCTION`` (HumanEval style): exec ``program``, then ``test`` (which defines
+      ``check(candidate)``), then call ``check(<entry_point>)``. Passed iff ``check`` returns.
+    * ``SCRIPT``: exec ``program`` then ``test`` as ``__main__`` (MBPP style, plain asserts).
+      Passed iff both run to completion.
+    * ``UNITTEST``: write ``files`` into the workdir and run unittest discovery there
+      (``test_pattern``). Passed iff at least one test ran and none failed or errored.
+    """
+
+    FUNCTION = "function"
+    SCRIPT = "script"
+    UNITTEST = "unittest"
+
+
+def _check_relpath(path: str) -> None:
+    parts = path.replace("\\", "/").split("/")
+    if not path or path.startswith(("/", "\\")) or ".." in parts or "\x00" in path:
+        raise ValueError(f"extra file path must be relative and stay inside the workdir: {path!r}")
+
+
+@dataclass(frozen=True)
+class ExecRequest:
+    """One program to execute and grade.
+
+    ``id`` is echoed in the result (results stream back in completion order, not input order).
+    ``timeout`` is wall-clock seconds for the whole request; the CPU limit is derived from it.
+    ``memory_mb`` caps the address space of the child. ``files`` maps relative paths to text
+    written into the private working directory before the program starts (read-only to the
+    program when the backend drops privileges). ``stdin`` is fed to the program's standard input
+    (default: empty, so ``input()`` raises ``EOFError``).
+    """
+
+    id: str
+    program: str = ""
+    test: str = ""
+    entry_point: str = ""
+    mode: ExecMode = ExecMode.FUNCTION
+    files: Mapping[str, str] = field(default_factory=dict)
+    test_pattern: str = "test*.py"
+    stdin: str = ""
+    timeout: float = 10.0
+    memory_mb: int = 1024
+    allow_subprocess: bool = False
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError("ExecRequest.id must be a non-empty string")
+        object.__setattr__(self, "mode", ExecMode(self.mode))
+        if not (isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout) and self.timeout > 0):
+            raise ValueError(f"timeout must be a positive finite number of seconds, got {self.timeout!r}")
+        if not isinstance(self.memory_mb, int) or self.memory_mb < 16:
+            raise ValueError(f"memory_mb must be an int >= 16, got {self.memory_mb!r}")
+        for path in self.files:
+            _check_relpath(path)
+        if self.mode is ExecMode.FUNCTION and not self.entry_point:
+            raise ValueError("function mode needs an entry_point")
+        if self.mode is not ExecMode.UNITTEST and not (self.program or self.test):
+            raise ValueError("a request needs a program and/or test code")
+
+    def to_wire(self) -> dict[str, Any]:
+        """JSON-serialisable form sent to a backend (metadata is kept on the caller side)."""
+        return {
+            "id": self.id, "program": self.program, "test": self.test,
+            "entry_point": self.entry_point, "mode": self.mode.value, "files": dict(self.files),
+            "test_pattern": self.test_pattern, "stdin": self.stdin, "timeout": float(self.timeout),
+            "memory_mb": self.memory_mb, "allow_subprocess": self.allow_subprocess,
+        }
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """The graded outcome of one :class:`ExecRequest`.
+
+    ``exit_status`` is the child's exit code, or ``-signal`` when it was killed by a signal, or
+    ``None`` when no process ran (infra errors). ``duration_s`` is wall-clock from fork to reap.
+    ``exec_time_s`` is the time the harness measured around program+tests (``None`` when it did
+    not report). ``stdout``/``stderr`` are decoded (UTF-8, replacement) and capped.
+    ``timeout_s``/``memory_mb`` are the limits actually applied.
+    """
+
+    id: str
+    outcome: Outcome
+    exit_status: int | None
+    duration_s: float
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    backend: str = ""
+    isolation: IsolationLevel = IsolationLevel.NONE
+    timeout_s: float = 0.0
+    memory_mb: int = 0
+    detail: str = ""
+    exec_time_s: float | None = None
+    max_rss_kb: int | None = None
+
+    @property
+    def passed(self) -> bool:
+        """True iff the outcome is ``passed``."""
+        return self.outcome is Outcome.PASSED
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict (enums as strings)."""
+        data = asdict(self)
+        data["outcome"] = self.outcome.value
+        data["isolation"] = str(self.isolation)
+        return data
+
+
+class SandboxError(RuntimeError):
+    """Base class of sandbox errors raised to the caller (never used for outcomes)."""
+
+
+class IsolationUnavailableError(SandboxError):
+    """The backend cannot reach the configured minimum isolation level."""
+
+
+class UnknownBackendError(SandboxError, LookupError):
+    """``get_executor`` was asked for a backend name that is not registered."""
+
+
+class ExecutorClosedError(SandboxError):
+    """``run`` was called on a closed executor, or its worker process died."""
