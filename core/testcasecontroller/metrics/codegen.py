@@ -1,0 +1,105 @@
+"""Metrics of the code-generation scenario (execution-based).
+
+Predictions are those of :class:`core.generation.codegen_model.CodegenModel`: per task
+``{"task_id", "samples": [{"code", "raw_output", "latency_s", "completion_tokens", "error",
+...}]}``. Example plugin files register these functions under their aliases.
+
+* :func:`pass_at_k` -- unbiased pass@k for each k (columns ``pass@<k>``) over tasks with at
+  least one scored sample, plus outcome counts over all samples (``passed``, ``failed``,
+  ``error``, ``syntax_error``, ``timeout``, ``memory_exceeded``, ``sandbox_violation``,
+  ``infra_error``, ``generation_error``) and ``unscored_tasks``. Infra and generation
+  errors are reported apart and never count as failures. pass@k is NaN (with a warning)
+  when a task has fewer scored samples than k.
+* :func:`exec_accuracy` -- share of scored samples that pass.
+* :func:`edge_cost` -- mean generation latency per sample (``latency_s``) and decoding
+  throughput (``tokens_per_s`` = completion tokens / generation seconds).
+"""
+from __future__ import annotations
+
+import logging
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from core.testcasecontroller.metrics.code_execution import (GENERATION_ERROR, SampleResult,
+                                                            execute_predictions)
+from core.testcasecontroller.metrics.passk import pass_at_k as mean_pass_at_k
+from core.testenvmanager.sandbox import Outcome
+
+logger = logging.getLogger(__name__)
+
+OUTCOME_COLUMNS = tuple(o.value for o in Outcome) + (GENERATION_ERROR,)
+
+
+def _ks(k: int | Sequence[int]) -> list[int]:
+    ks = [k] if isinstance(k, int) else list(k)
+    if not ks or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in ks):
+        raise ValueError(f"k must be a positive integer or a list of them, got {k!r}")
+    return ks
+
+
+def _results(y_pred: Sequence[Any], context: Any) -> list[list[SampleResult]]:
+    return execute_predictions(context.records(), list(y_pred), context.sandbox,
+                               context.workspace, context.show_progress)
+
+
+def pass_at_k(y_true: Any, y_pred: Sequence[Any], context: Any = None,
+              k: int | Sequence[int] = 1) -> dict[str, Any]:
+    """pass@k columns and outcome counts (see the module docstring)."""
+    ks = _ks(k)
+    per_task = _results(y_pred, context)
+    counts: dict[str, tuple[int, int]] = {}
+    outcomes: Counter[str] = Counter()
+    unscored = 0
+    for samples in per_task:
+        outcomes.update(s.outcome for s in samples)
+        scored = [s for s in samples if s.scored]
+        if not scored:
+            unscored += 1
+            continue
+        counts[scored[0].task_id] = (len(scored), sum(s.passed for s in scored))
+    if unscored:
+        logger.warning("%d task(s) have no scored sample (generation or infra errors); they "
+                       "are left out of pass@k and counted in 'unscored_tasks'", unscored)
+    values = mean_pass_at_k(counts, ks) if counts else {kk: math.nan for kk in ks}
+    row: dict[str, Any] = {f"pass@{kk}": round(values[kk], 4) if not math.isnan(values[kk])
+                           else math.nan for kk in ks}
+    row.update({name: outcomes.get(name, 0) for name in OUTCOME_COLUMNS})
+    row["unscored_tasks"] = unscored
+    return row
+
+
+pass_at_k.columns = lambda k=1: [f"pass@{kk}" for kk in _ks(k)] + list(OUTCOME_COLUMNS) + [  # type: ignore[attr-defined]
+    "unscored_tasks"]
+
+
+def exec_accuracy(y_true: Any, y_pred: Sequence[Any], context: Any = None) -> float:
+    """Share of scored samples that pass (NaN when nothing could be scored)."""
+    scored = [s for samples in _results(y_pred, context) for s in samples if s.scored]
+    return round(sum(s.passed for s in scored) / len(scored), 4) if scored else math.nan
+
+
+def edge_cost(y_true: Any, y_pred: Sequence[Any]) -> dict[str, float]:
+    """Generation latency per sample and tokens per second (NaN when not reported)."""
+    latency = 0.0
+    tokens = 0
+    samples = 0
+    counted_tokens = False
+    for pred in y_pred:
+        for sample in pred.get("samples", []) if isinstance(pred, dict) else []:
+            if sample.get("error"):
+                continue
+            samples += 1
+            latency += float(sample.get("latency_s") or 0.0)
+            if sample.get("completion_tokens") is not None:
+                tokens += int(sample["completion_tokens"])
+                counted_tokens = True
+    return {
+        "latency_s": round(latency / samples, 4) if samples else math.nan,
+        "tokens_per_s": round(tokens / latency, 2) if counted_tokens and latency > 0
+        else math.nan,
+    }
+
+
+edge_cost.columns = lambda: ["latency_s", "tokens_per_s"]  # type: ignore[attr-defined]
