@@ -187,7 +187,8 @@ def assemble(prompt: str, code: str, entry_point: str | None) -> str:
 def extract_code(reply: str, prompt: str, entry_point: str | None = None) -> str:
     """Module for a chat reply (see the module docstring for the rules)."""
     code = select_code(reply, entry_point)
-    dedented = textwrap.dedent(code)
+    # dedent only when needed: it also blanks whitespace-only lines inside strings
+    dedented = code if _parses(code) else textwrap.dedent(code)
     if defines(dedented, entry_point):
         code = strip_example_usage(dedented)
     elif entry_point is None and _parses(dedented) and re.search(r"^(async )?def ", dedented, re.M):
