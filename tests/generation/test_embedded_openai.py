@@ -53,12 +53,14 @@ def test_embedded_complete_is_greedy_and_deterministic(embedded: EmbeddedGenerat
 
 def test_embedded_chat_and_n_samples(embedded: EmbeddedGenerator) -> None:
     req = GenerationRequest(TASKS[1].task_id, TASKS[1].prompt, TASKS[1].entry_point, "chat",
-                            DecodingSettings(max_tokens=160, n=2))
+                            DecodingSettings(max_tokens=40, n=2))
     gens = sorted(embedded.generate([req]), key=lambda g: g.sample_index)
     assert [g.sample_index for g in gens] == [0, 1]
     assert gens[0].raw_output == gens[1].raw_output  # greedy
+    assert gens[0].finish_reason == "length" and gens[0].completion_tokens == 40
+    # reply cut inside an unterminated fence: extraction still drops the fence markers
     assert "```" in gens[0].raw_output and "```" not in gens[0].code
-    compile(gens[0].code, "<extracted>", "exec")
+    assert gens[0].code.startswith(TASKS[1].prompt.rstrip())
 
 
 def test_embedded_describe_has_hash_not_path(embedded: EmbeddedGenerator) -> None:
