@@ -25,6 +25,7 @@ Contract, and where it differs from Sedna:
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -56,7 +57,7 @@ class ClassType:
     STP = "seen_task_processing"
     # Groups of this project (not in Sedna).
     SANDBOX = "sandbox"
-    PARADIGM = "paradigm"
+    GENERATOR = "generator"
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,21 @@ class Registration:
     origin: str  # module name of the registering code ("" when unknown)
 
 
+@dataclass(frozen=True)
+class LazyTarget:
+    """A ``"package.module:attribute"`` placeholder, imported on first lookup."""
+
+    target: str
+
+    def load(self) -> Any:
+        module_name, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+
 def _identity(obj: Any) -> tuple[str, str]:
+    if isinstance(obj, LazyTarget):
+        module_name, _, attr = obj.target.partition(":")
+        return (module_name, attr)
     return (getattr(obj, "__module__", ""), getattr(obj, "__qualname__", repr(obj)))
 
 
@@ -126,6 +141,19 @@ class ClassFactory:
         return t_cls
 
     @classmethod
+    def register_lazy(cls, type_name: str, alias: str, target: str) -> None:
+        """Register ``"module:attribute"`` under ``alias``; imported on first ``get_cls``.
+
+        Keeps heavy optional backends (llama.cpp, container engines) out of start-up; the
+        import error of a missing extra surfaces when the alias is used.
+        """
+        module_name = target.partition(":")[0]
+        with cls._lock:
+            entries = cls.__registry__.setdefault(type_name, {}).setdefault(alias, [])
+            if not any(_identity(e.obj) == _identity(LazyTarget(target)) for e in entries):
+                entries.append(Registration(type_name, alias, LazyTarget(target), module_name))
+
+    @classmethod
     def register_from_package(cls, package: ModuleType,
                               type_name: str = ClassType.GENERAL) -> None:
         """Register every public class or function attribute of ``package`` by its name."""
@@ -171,7 +199,13 @@ class ClassFactory:
                 raise RegistryError(
                     f"alias {t_cls_name!r} in group {type_name!r} is registered by several "
                     f"modules ({origins})", hint="give the module a url so its own file decides")
-            return entries[-1].obj
+            entry = entries[-1]
+        if isinstance(entry.obj, LazyTarget):
+            obj = entry.obj.load()  # may register obj itself (same identity): harmless
+            with cls._lock:
+                entries[:] = [Registration(type_name, t_cls_name, obj, entry.origin)]
+            return obj
+        return entry.obj
 
     @classmethod
     def aliases(cls, type_name: str) -> list[str]:

@@ -13,14 +13,15 @@ canonical   :class:`CanonicalGenerator` — dataset reference solutions
 broken      :class:`BrokenGenerator` — deliberately wrong control
 ========== ==============================================================
 
-Heavy backends are imported lazily, so importing this package needs neither
-xllamacpp nor a model.
+The built-ins are registered in the project's one registry (group ``generator``) as lazy
+``module:attr`` entries, so importing this package needs neither xllamacpp nor a model;
+a plugin adds a generator with ``@ClassFactory.register(ClassType.GENERATOR, alias=...)``.
 """
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from core.common.class_factory import ClassFactory, ClassType
 from core.common.errors import ConfigError, RegistryError, suggest
 from core.generation.base import Generator
 from core.generation.cache_key import cached_generate, sample_key
@@ -36,15 +37,17 @@ GENERATORS: dict[str, str] = {
 
 DEFAULT_GENERATOR = "embedded"
 
+for _alias, _target in GENERATORS.items():
+    ClassFactory.register_lazy(ClassType.GENERATOR, _alias, _target)
+
 
 def generator_class(name: str) -> type[Generator]:
     """The class registered under ``name``; RegistryError with suggestions if unknown."""
-    target = GENERATORS.get(name)
-    if target is None:
+    if not ClassFactory.is_exists(ClassType.GENERATOR, name):
+        known = ClassFactory.aliases(ClassType.GENERATOR)
         raise RegistryError(f"unknown generator {name!r}",
-                            hint=suggest(name, GENERATORS) or f"one of {sorted(GENERATORS)}")
-    module_name, attr = target.split(":")
-    return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return]
+                            hint=suggest(name, known) or f"one of {known}")
+    return ClassFactory.get_cls(ClassType.GENERATOR, name)  # type: ignore[no-any-return]
 
 
 def create_generator(name: str = DEFAULT_GENERATOR, **params: Any) -> Generator:

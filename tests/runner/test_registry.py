@@ -110,3 +110,20 @@ def test_real_sedna_registry_is_seen(tmp_path: Path, monkeypatch: pytest.MonkeyP
         for key in [k for k in sys.modules if k == "sedna" or k.startswith("sedna.")]:
             del sys.modules[key]
         sys.modules.update(saved)
+
+
+def test_lazy_entries_resolve_on_first_lookup() -> None:
+    ClassFactory.register_lazy(ClassType.GENERAL, "lazy_json_dumps_for_test", "json:dumps")
+    import json
+
+    assert ClassFactory.is_exists(ClassType.GENERAL, "lazy_json_dumps_for_test")
+    assert ClassFactory.get_cls(ClassType.GENERAL, "lazy_json_dumps_for_test") is json.dumps
+
+
+def test_generators_live_in_the_one_registry() -> None:
+    from core.generation import create_generator, generator_class
+
+    assert "embedded" in ClassFactory.aliases(ClassType.GENERATOR)
+    assert generator_class("broken").__name__ == "BrokenGenerator"
+    with pytest.raises(RegistryError, match="did you mean 'canonical'"):
+        create_generator("canonicl")
