@@ -87,7 +87,7 @@ def _make_hook(workdir: str, allow_subprocess: bool, violations: list[str]):  # 
         return p is None or p == root or p.startswith(prefix)
 
     def forbidden_read(p: str | None) -> bool:
-        if p is None:
+        if p is None or p == root or p.startswith(prefix):
             return False
         if p == "/proc" or p.startswith(("/proc/", "/sys/")) or p == "/sys":
             return True

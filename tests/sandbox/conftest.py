@@ -1,0 +1,45 @@
+"""Shared fixtures for the sandbox tests: one warm executor per session (strongest isolation)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from core.testenvmanager.sandbox import ExecRequest, get_executor  # noqa: E402
+
+#: a fake secret placed in the caller's environment before the executor starts
+SECRET = "sk-test-DO-NOT-LEAK-0123456789"
+
+
+@pytest.fixture(scope="session")
+def executor():
+    os.environ["OPENAI_API_KEY"] = SECRET
+    os.environ["GITHUB_TOKEN"] = SECRET
+    ex = get_executor("local", workers=2)
+    yield ex
+    ex.close()
+
+
+def run_one(executor, **fields) -> "object":
+    """Run a single request and return its result."""
+    fields.setdefault("id", "r")
+    fields.setdefault("timeout", 5.0)
+    (result,) = list(executor.run([ExecRequest(**fields)]))
+    return result
+
+
+GOOD_PROGRAM = "def add(a, b):\n    return a + b\n"
+CHECK_ADD = "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n"
+
+
+def assert_alive(executor) -> None:
+    """The harness still grades a correct program as passed."""
+    res = run_one(executor, id="alive", program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add")
+    assert res.outcome.value == "passed", res
