@@ -410,8 +410,8 @@ class Server:
         del self.jobs[job.pid]
         self._kill_escapees()
         self.free_slots.append(job.slot)
+        self._cleanup_dir(job.workdir)  # before the verdict leaves: "removed afterwards" holds
         self._grade(job)
-        self._cleanup_dir(job.workdir)
 
     def _kill_escapees(self) -> None:
         """Kill direct children that are not current jobs: descendants that escaped their

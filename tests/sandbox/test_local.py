@@ -1,0 +1,214 @@
+"""Functional tests of the ``local`` backend (real fork server, real children)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from core.testenvmanager.sandbox import (
+    ExecRequest, ExecutorClosedError, IsolationLevel, IsolationUnavailableError, Outcome,
+    get_executor,
+)
+from core.testenvmanager.sandbox.local import LocalExecutor
+
+from .conftest import CHECK_ADD, GOOD_PROGRAM, SECRET, run_one
+
+PROBE_TEST = "def check(candidate):\n    assert candidate()\n"
+
+
+def probe(executor, body: str, **extra):
+    """Run ``def probe(): <body>`` and return the result (passed iff body returns truthy)."""
+    program = "def probe():\n" + "".join(f"    {line}\n" for line in body.splitlines())
+    return run_one(executor, program=program, test=PROBE_TEST, entry_point="probe", **extra)
+
+
+def test_results_carry_backend_isolation_and_limits(executor) -> None:
+    res = run_one(executor, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add", timeout=2.5,
+                  memory_mb=300)
+    assert res.passed and res.exit_status == 0
+    assert res.backend == "local" and res.isolation is executor.isolation
+    assert res.timeout_s == 2.5 and res.memory_mb == 300
+    assert res.exec_time_s is not None and 0 <= res.exec_time_s <= res.duration_s
+
+
+def test_failed_error_and_syntax_error_taxonomy(executor) -> None:
+    cases = {
+        "failed": ("def add(a, b):\n    return 0\n", Outcome.FAILED),
+        "error": ("def add(a, b):\n    raise KeyError(a)\n", Outcome.ERROR),
+        "missing": ("def plus(a, b):\n    return a + b\n", Outcome.ERROR),
+        "syntax": ("def add(a, b) return\n", Outcome.SYNTAX_ERROR),
+        "module_error": ("import does_not_exist_anywhere\n", Outcome.ERROR),
+    }
+    reqs = [ExecRequest(id=k, program=p, test=CHECK_ADD, entry_point="add") for k, (p, _) in cases.items()]
+    got = {r.id: r for r in executor.run(reqs)}
+    for key, (_, expected) in cases.items():
+        assert got[key].outcome is expected, (key, got[key].detail)
+    assert "KeyError" in got["error"].detail
+
+
+def test_broken_test_code_is_infra_error(executor) -> None:
+    res = run_one(executor, program=GOOD_PROGRAM, test="def check(:\n", entry_point="add")
+    assert res.outcome is Outcome.INFRA_ERROR and not res.outcome.counts_against_model
+
+
+def test_results_stream_in_completion_order(executor) -> None:
+    slow = ExecRequest(id="slow", program="import time\ntime.sleep(0.8)\n" + GOOD_PROGRAM, test=CHECK_ADD,
+                       entry_point="add")
+    fast = ExecRequest(id="fast", program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add")
+    start = time.monotonic()
+    stream = executor.run([slow, fast])
+    first = next(stream)
+    first_at = time.monotonic() - start
+    rest = list(stream)
+    assert first.id == "fast" and first_at < 0.6
+    assert [r.id for r in rest] == ["slow"]
+
+
+def test_duplicate_ids_are_rejected(executor) -> None:
+    req = ExecRequest(id="dup", program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add")
+    with pytest.raises(ValueError, match="duplicate"):
+        list(executor.run([req, req]))
+    assert run_one(executor, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add").passed
+
+
+def test_run_all_keeps_input_order(executor) -> None:
+    reqs = [ExecRequest(id=f"q{i}", program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add") for i in range(7)]
+    assert [r.id for r in executor.run_all(reqs)] == [r.id for r in reqs]
+
+
+def test_environment_is_scrubbed(executor) -> None:
+    res = probe(executor, "import os\nprint(sorted(os.environ))\n"
+                          "return set(os.environ) <= {'PATH', 'LANG', 'LC_ALL', 'HOME', 'TMPDIR', 'PWD', "
+                          "'PYTHONDONTWRITEBYTECODE', 'PYTHONIOENCODING'}")
+    assert res.passed, res.stdout
+    assert SECRET not in res.stdout
+
+
+def test_private_workdir_is_removed_afterwards(executor) -> None:
+    res = probe(executor, "import os\nopen('f.txt', 'w').write('x')\nprint(os.getcwd())\n"
+                          "return os.environ['HOME'] == os.getcwd() and os.listdir('.') == ['f.txt']")
+    assert res.passed, res.detail
+    workdir = res.stdout.strip()
+    assert workdir and not os.path.exists(workdir)
+    assert os.path.dirname(workdir) != os.getcwd()
+
+
+def test_resource_limits_are_applied(executor) -> None:
+    res = probe(executor, "import resource as r\n"
+                          "return (r.getrlimit(r.RLIMIT_AS)[0] == 200 << 20 and r.getrlimit(r.RLIMIT_NOFILE)[0] == 256"
+                          " and r.getrlimit(r.RLIMIT_FSIZE)[0] == 64 << 20 and r.getrlimit(r.RLIMIT_CORE)[0] == 0"
+                          " and r.getrlimit(r.RLIMIT_CPU)[0] == 4)", memory_mb=200, timeout=2.0)
+    assert res.passed, res.detail
+
+
+def test_own_session_and_process_group(executor) -> None:
+    res = probe(executor, "import os\nreturn os.getsid(0) == os.getpid() == os.getpgid(0)")
+    assert res.passed, res.detail
+
+
+def test_network_namespace_has_only_loopback(executor) -> None:
+    if executor.isolation < IsolationLevel.NETNS:
+        pytest.skip("no network namespace on this host")
+    res = probe(executor, "import socket\nnames = [n for _, n in socket.if_nameindex()]\nprint(names)\n"
+                          "return names == ['lo']")
+    assert res.passed, res.stdout
+
+
+def test_loopback_works_inside_namespace(executor) -> None:
+    res = probe(executor, "import socket\nsrv = socket.socket()\nsrv.bind(('127.0.0.1', 0))\nsrv.listen()\n"
+                          "c = socket.create_connection(srv.getsockname())\nconn, _ = srv.accept()\n"
+                          "c.sendall(b'hi')\nreturn conn.recv(2) == b'hi'")
+    assert res.passed, res.detail
+
+
+def test_unprivileged_uid_when_full(executor) -> None:
+    if executor.isolation < IsolationLevel.FULL:
+        pytest.skip("full isolation unavailable")
+    res = probe(executor, "import os\nreturn os.getuid() >= 61000 and os.getgid() >= 61000 and os.getgroups() == []")
+    assert res.passed, res.detail
+
+
+def test_stdout_and_stderr_are_captured_separately(executor) -> None:
+    res = probe(executor, "import sys\nprint('to-out')\nprint('to-err', file=sys.stderr)\nreturn True")
+    assert res.passed and res.stdout == "to-out\n" and res.stderr == "to-err\n"
+
+
+def test_output_cap_is_configurable() -> None:
+    with LocalExecutor(workers=1, output_limit=100) as ex:
+        res = probe(ex, "print('z' * 5000)\nreturn True")
+    assert res.passed and res.stdout == "z" * 100 and res.stdout_truncated and not res.stderr_truncated
+
+
+def test_script_mode(executor) -> None:
+    ok = run_one(executor, mode="script", program="def sq(x):\n    return x * x\n",
+                 test="assert sq(3) == 9\nassert __name__ == '__main__'\n")
+    bad = run_one(executor, mode="script", program="def sq(x):\n    return x + x\n", test="assert sq(3) == 9\n")
+    assert ok.outcome is Outcome.PASSED and bad.outcome is Outcome.FAILED
+
+
+UT_TEST = ("import unittest\nfrom solution import add\nclass T(unittest.TestCase):\n"
+           "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"
+           "    def test_raises(self):\n        with self.assertRaises(TypeError):\n            add(1, None)\n")
+
+
+@pytest.mark.parametrize("solution, expected", [
+    ("def add(a, b):\n    return a + b\n", Outcome.PASSED),
+    ("def add(a, b):\n    return a - b\n", Outcome.FAILED),
+    ("def add(a, b):\n    raise RuntimeError('boom')\n", Outcome.ERROR),
+    ("def add(a, b)\n    return a + b\n", Outcome.SYNTAX_ERROR),
+])
+def test_unittest_mode(executor, solution: str, expected: Outcome) -> None:
+    res = run_one(executor, mode="unittest", files={"solution.py": solution, "tests/test_solution.py": UT_TEST,
+                                                     "tests/__init__.py": ""},
+                  test_pattern="test_*.py")
+    assert res.outcome is expected, res.detail
+
+
+def test_unittest_mode_without_tests_is_error(executor) -> None:
+    res = run_one(executor, mode="unittest", files={"solution.py": "x = 1\n"})
+    assert res.outcome is Outcome.ERROR and "no tests" in res.detail
+
+
+def test_stdin_is_fed(executor) -> None:
+    res = probe(executor, "return input() == 'line one' and input() == 'two'", stdin="line one\ntwo\n")
+    assert res.passed, res.detail
+
+
+def test_min_isolation_refuses_with_clear_message() -> None:
+    with pytest.raises(IsolationUnavailableError, match="network namespace"):
+        LocalExecutor(workers=1, netns=False, drop_uid=False, min_isolation="netns")
+
+
+def test_isolation_levels_follow_options() -> None:
+    with LocalExecutor(workers=1, netns=False, drop_uid=False, min_isolation="process") as ex:
+        assert ex.isolation is IsolationLevel.PROCESS
+        res = probe(ex, "return True")
+        assert res.passed and res.isolation is IsolationLevel.PROCESS
+    if os.geteuid() == 0:
+        with get_executor("local", workers=1, drop_uid=False) as ex:
+            assert ex.isolation is IsolationLevel.NETNS
+
+
+def test_close_is_idempotent_and_run_after_close_fails() -> None:
+    ex = LocalExecutor(workers=1)
+    ex.close()
+    ex.close()
+    with pytest.raises(ExecutorClosedError):
+        ex.run([])
+
+
+def test_server_death_is_infra_error_never_a_model_failure() -> None:
+    ex = LocalExecutor(workers=1)
+    reqs = [ExecRequest(id=f"s{i}", program="import time\ntime.sleep(5)\n", test=CHECK_ADD, entry_point="add")
+            for i in range(2)]
+    stream = ex.run(reqs)
+    time.sleep(0.3)
+    ex._proc.kill()  # simulate the harness dying (not something a sample can do)
+    got = []
+    with pytest.raises(ExecutorClosedError):
+        for res in stream:
+            got.append(res)
+    assert got and all(r.outcome is Outcome.INFRA_ERROR for r in got)
+    ex.close()
