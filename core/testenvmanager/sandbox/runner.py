@@ -26,10 +26,29 @@ from __future__ import annotations
 
 import builtins
 import os
+import re
 import sys
 import time
 
 __all__ = ["run_request", "SandboxViolationError"]
+
+#: builtins for the test code: a private copy made when the server loads this module, so a
+#: program that monkeypatches ``builtins`` cannot change what the tests see (and no per-request
+#: copy is needed). The server also loads this module with its own pristine ``__builtins__``.
+_TEST_BUILTINS = dict(builtins.__dict__)
+_IMPORT_RE = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import|import[ \t]+([\w., \t]+))", re.M)
+def _imported_names(source: str) -> list[str]:
+    """Module names (and their parent packages) imported anywhere in ``source``."""
+    names: list[str] = []
+    if "import" not in source:
+        return names
+    for match in _IMPORT_RE.finditer(source):
+        found = [match.group(1)] if match.group(1) else [
+            p.split()[0] for p in match.group(2).split(",") if p.strip()]
+        for name in found:
+            parts = name.split(".")
+            names += [".".join(parts[:i + 1]) for i in range(len(parts))]
+    return names
 
 
 class SandboxViolationError(PermissionError):
@@ -255,7 +274,7 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
     dict_, isinstance_ = dict, isinstance
     modules = sys.modules
     bdict = builtins.__dict__
-    pristine_builtins = dict_(bdict)
+    test_builtins = _TEST_BUILTINS
     out, err = sys.stdout, sys.stderr
     mode = req.get("mode", "function")
     violations: list[str] = []
@@ -281,7 +300,9 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
     # ---- preparation (trusted) -------------------------------------------------------------
     try:
         testcase_snapshot: dict = {}
+        pristine_builtins: dict = {}
         if mode == "unittest":
+            pristine_builtins = dict_(bdict)
             import traceback
             import unittest
 
@@ -315,7 +336,7 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
                 code = compile_(program, "<program>", "exec")
             except (SyntaxError, ValueError) as exc:
                 return report("syntax_error", _describe(exc), 0.0)
-        modules_before = dict_(modules)
+        modules_before = {name: modules.get(name) for name in _imported_names(test)}
         sys.addaudithook(_make_hook(workdir, bool(req.get("allow_subprocess")), violations))
     except BaseException as exc:  # noqa: BLE001
         return report("infra_error", "harness setup failed: " + _describe(exc), 0.0)
@@ -351,16 +372,16 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
             namespace = {"__name__": "__main__" if mode == "script" else "__candidate__",
                          "__builtins__": builtins}
             exec_(code, namespace)
-            # tests get pristine builtins and fresh copies of modules the program imported
-            bdict.clear()
-            bdict.update(pristine_builtins)
-            for name in [n for n in modules if n not in modules_before]:
-                del modules[name]
-            for name, mod in modules_before.items():
-                if modules.get(name) is not mod:
-                    modules[name] = mod
+            # the tests see pristine builtins and the preloaded (or fresh) copies of the modules
+            # they import, even if the program replaced or patched entries of sys.modules
+            for name, original in modules_before.items():
+                if modules.get(name) is not original:
+                    if original is None:
+                        modules.pop(name, None)
+                    else:
+                        modules[name] = original
             test_ns = dict_(namespace)
-            test_ns["__builtins__"] = dict_(pristine_builtins)
+            test_ns["__builtins__"] = test_builtins
             if test_code is not None:
                 exec_(test_code, test_ns)
             if mode == "function":
@@ -373,12 +394,8 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
                 check(test_ns[entry])
             status, detail = "passed", ""
     except BaseException as exc:  # noqa: BLE001 - everything the program throws is graded
-        bdict.clear()
-        bdict.update(pristine_builtins)
         status, detail = _classify(exc, violations), _describe(exc)
     elapsed = perf() - t0
-    bdict.clear()
-    bdict.update(pristine_builtins)
     if violations and status != "sandbox_violation":
         status, detail = "sandbox_violation", violations[0]
     if not isinstance_(status, str):  # paranoia: locals cannot be rebound, but keep it total
