@@ -42,6 +42,7 @@ def test_valid_record(fs) -> None:
     b"junk" + b"ab" * 16 + b" passed 0.1 \n",            # prefix written by the program
     b"ab" * 16 + b" passed 0.1 zz\n",                    # bad hex
     b"ab" * 16 + b" passed 0.1 ",                        # no newline
+    b"ab" * 16 + b" timeout 0.1 \n",                    # not a verdict the harness can give
 ])
 def test_tampered_records_are_foreign(fs, data: bytes) -> None:
     record, foreign = _parse(fs, _job(fs, data))

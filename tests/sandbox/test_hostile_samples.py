@@ -140,6 +140,9 @@ CASES = [
          "    return a * 10\n", Outcome.FAILED,
          test="def check(candidate):\n    candidate(1, 1)\n    assert abs(candidate(2, 3) - 5) < 1e-9\n"),
     Case("monkeypatch_exec", "import builtins\nbuiltins.exec = lambda *a, **k: None\n" + WRONG, Outcome.FAILED),
+    Case("replace_sys_modules_entry", "import sys, types\nfake = types.ModuleType('math')\n"
+         "fake.isclose = lambda *a, **k: True\nsys.modules['math'] = fake\n" + WRONG, Outcome.FAILED,
+         test="import math\ndef check(candidate):\n    assert math.isclose(candidate(2, 3), 5)\n"),
     Case("predefine_check", "def check(candidate):\n    pass\n" + WRONG, Outcome.FAILED),
     Case("settrace_tampering", "import sys\nsys.settrace(lambda *a: None)\n" + WRONG, Outcome.SANDBOX_VIOLATION),
     Case("gc_walk_for_nonce", "import gc\nobjs = gc.get_objects()\n" + GOOD_PROGRAM, Outcome.SANDBOX_VIOLATION),

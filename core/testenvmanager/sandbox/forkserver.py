@@ -37,6 +37,8 @@ _CLONE_NEWUSER = 0x10000000
 _PR_SET_CHILD_SUBREAPER = 36
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _LEVELS = ("none", "process", "netns", "full")
+_VERDICTS = frozenset({"passed", "failed", "error", "syntax_error", "memory_exceeded",
+                       "sandbox_violation", "infra_error"})
 #: stdlib modules imported once by the server so children get them for free. Kept lean on purpose:
 #: every preloaded page makes each fork (page-table copy) and each exit slower. Other stdlib
 #: modules a request imports are pre-imported in the child before it drops privileges.
@@ -196,14 +198,8 @@ def _loopback_up(facts: dict) -> None:
 def _send(obj: dict) -> None:
     data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
     view = memoryview(_HEADER.pack(len(data)) + data)
-    while view:
-        try:
-            n = os.write(1, view)
-        except BlockingIOError:
-            selectors.DefaultSelector().register(1, selectors.EVENT_WRITE)  # rare; just wait
-            time.sleep(0.001)
-            continue
-        view = view[n:]
+    while view:  # fd 1 is blocking: the caller always has a reader draining it
+        view = view[os.write(1, view):]
 
 
 class _Job:
@@ -532,7 +528,10 @@ class Server:
             return None, True
         try:
             detail = bytes.fromhex(parts[3].strip().decode("ascii")).decode("utf-8", "replace")
-            return (parts[1].decode("ascii"), float(parts[2]), detail), False
+            status = parts[1].decode("ascii")
+            if status not in _VERDICTS:
+                return None, True
+            return (status, float(parts[2]), detail), False
         except ValueError:
             return None, True
 
