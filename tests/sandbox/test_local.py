@@ -212,3 +212,15 @@ def test_server_death_is_infra_error_never_a_model_failure() -> None:
             got.append(res)
     assert got and all(r.outcome is Outcome.INFRA_ERROR for r in got)
     ex.close()
+
+
+def test_abandoned_stream_does_not_confuse_the_next_run(executor) -> None:
+    reqs = [ExecRequest(id=f"ab{i}", program="import time\ntime.sleep(0.2)\n" + GOOD_PROGRAM, test=CHECK_ADD,
+                        entry_point="add") for i in range(12)]
+    stream = executor.run(reqs)
+    first = next(stream)
+    assert first.passed
+    stream.close()  # abandon the rest
+    follow = [ExecRequest(id=f"next{i}", program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add") for i in range(4)]
+    got = executor.run_all(follow)
+    assert [r.id for r in got] == [r.id for r in follow] and all(r.passed for r in got)

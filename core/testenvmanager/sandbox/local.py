@@ -12,7 +12,8 @@ Usage::
             ...
 
 ``run`` may be called repeatedly; calls are serialised by a lock. If the consumer abandons the
-iterator early, the remaining requests still finish and their results are discarded.
+iterator early (or closes it), requests not yet sent are dropped, the ones already running finish
+and their late results are discarded by the next ``run``.
 """
 
 from __future__ import annotations
@@ -104,6 +105,8 @@ class LocalExecutor(Executor):
         self.workers = workers
         self.min_isolation = IsolationLevel.parse(min_isolation)
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._next_seq = 0
         self._closed = False
         cfg = {
             "workers": workers, "output_limit": int(output_limit), "drop_uid": bool(drop_uid),
@@ -175,7 +178,8 @@ class LocalExecutor(Executor):
         data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
         stdin = self._proc.stdin
         assert stdin is not None
-        stdin.write(_HEADER.pack(len(data)) + data)
+        with self._write_lock:
+            stdin.write(_HEADER.pack(len(data)) + data)
 
     def _kill(self) -> None:
         try:
@@ -208,8 +212,9 @@ class LocalExecutor(Executor):
             seen: set[str] = set()
             window = threading.Semaphore(self.workers * 4)
             done_sending = threading.Event()
+            cancelled = threading.Event()
             send_error: list[BaseException] = []
-            counter = [0]
+            sent = [0]
             lock = threading.Lock()
 
             def sender() -> None:
@@ -218,11 +223,16 @@ class LocalExecutor(Executor):
                         if req.id in seen:
                             raise ValueError(f"duplicate request id {req.id!r}")
                         seen.add(req.id)
-                        window.acquire()
+                        while not window.acquire(timeout=0.1):
+                            if cancelled.is_set():
+                                return
+                        if cancelled.is_set():
+                            return
                         with lock:
-                            seq = counter[0]
-                            counter[0] += 1
+                            seq = self._next_seq
+                            self._next_seq += 1
                             by_seq[seq] = req
+                            sent[0] += 1
                         self._write_frame({"op": "run", "seq": seq, "req": req.to_wire()})
                 except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
                     send_error.append(exc)
@@ -232,41 +242,48 @@ class LocalExecutor(Executor):
             thread = threading.Thread(target=sender, name="sandbox-sender", daemon=True)
             thread.start()
             received = 0
-            while True:
-                with lock:
-                    outstanding = counter[0] - received
-                if done_sending.is_set() and outstanding == 0:
-                    break
-                if outstanding == 0:
-                    done_sending.wait(0.05)
-                    continue
-                frame = self._read_frame()
-                if frame is None:  # server died: everything outstanding is an infra error
-                    self._closed = True
+            try:
+                while True:
                     with lock:
-                        lost = [r for s, r in by_seq.items()]
-                        by_seq.clear()
-                    for req in lost:
-                        yield self._infra(req, "fork server died")
-                    raise ExecutorClosedError("the local fork server died; see stderr for details")
-                if frame.get("op") != "result":
-                    continue
-                with lock:
-                    req = by_seq.pop(frame["seq"])
-                received += 1
-                window.release()
-                yield ExecResult(
-                    id=req.id, outcome=Outcome(frame["outcome"]), exit_status=frame["exit_status"],
-                    duration_s=frame["duration_s"], stdout=frame["stdout"], stderr=frame["stderr"],
-                    stdout_truncated=frame["stdout_truncated"],
-                    stderr_truncated=frame["stderr_truncated"], backend=self.name,
-                    isolation=self._isolation, timeout_s=frame["timeout_s"],
-                    memory_mb=frame["memory_mb"], detail=frame["detail"],
-                    exec_time_s=frame["exec_time_s"], max_rss_kb=frame["max_rss_kb"],
-                )
-            thread.join()
+                        outstanding = sent[0] - received
+                    if done_sending.is_set() and outstanding == 0:
+                        break
+                    if outstanding == 0:
+                        done_sending.wait(0.05)
+                        continue
+                    frame = self._read_frame()
+                    if frame is None:  # server died: everything outstanding is an infra error
+                        self._closed = True
+                        with lock:
+                            lost = list(by_seq.values())
+                            by_seq.clear()
+                        for req in lost:
+                            yield self._infra(req, "fork server died")
+                        raise ExecutorClosedError("the local fork server died; see stderr for details")
+                    if frame.get("op") != "result":
+                        continue
+                    with lock:
+                        req = by_seq.pop(frame["seq"], None)
+                    if req is None:  # late result of an abandoned earlier run
+                        continue
+                    received += 1
+                    window.release()
+                    yield self._to_result(req, frame)
+            finally:
+                cancelled.set()
+                thread.join()
             if send_error:
                 raise send_error[0]
+
+    def _to_result(self, req: ExecRequest, frame: dict) -> ExecResult:
+        return ExecResult(
+            id=req.id, outcome=Outcome(frame["outcome"]), exit_status=frame["exit_status"],
+            duration_s=frame["duration_s"], stdout=frame["stdout"], stderr=frame["stderr"],
+            stdout_truncated=frame["stdout_truncated"], stderr_truncated=frame["stderr_truncated"],
+            backend=self.name, isolation=self._isolation, timeout_s=frame["timeout_s"],
+            memory_mb=frame["memory_mb"], detail=frame["detail"],
+            exec_time_s=frame["exec_time_s"], max_rss_kb=frame["max_rss_kb"],
+        )
 
     # ------------------------------------------------------------------------------ close
     def close(self) -> None:
