@@ -22,7 +22,12 @@ SECRET = "sk-test-DO-NOT-LEAK-0123456789"
 def executor():
     os.environ["OPENAI_API_KEY"] = SECRET
     os.environ["GITHUB_TOKEN"] = SECRET
-    ex = get_executor("local", workers=2)
+    # SANDBOX_TEST_OPTIONS="drop_uid=0,netns=0" runs the suite at a lower isolation level
+    options: dict = {}
+    for item in filter(None, os.environ.get("SANDBOX_TEST_OPTIONS", "").split(",")):
+        key, _, value = item.partition("=")
+        options[key.strip()] = value.strip() not in ("0", "false", "no")
+    ex = get_executor("local", workers=2, **options)
     yield ex
     ex.close()
 

@@ -141,7 +141,8 @@ def _log(msg: str) -> None:
 # ----------------------------------------------------------------------------------- isolation
 def _setup_isolation(cfg: dict) -> dict:
     """Enter netns / subreaper; return facts about what was achieved (never raises)."""
-    facts = {"netns": False, "subreaper": False, "drop_uid": False, "notes": []}
+    notes: list[str] = []
+    facts: dict = {"netns": False, "subreaper": False, "drop_uid": False, "notes": notes}
     try:
         import ctypes
 
@@ -218,7 +219,7 @@ class _Job:
         self.truncated = {"out": False, "err": False, "res": False}
         self.fds: dict[int, str] = {}
         self.status: int | None = None
-        self.rusage = None
+        self.rusage: object = None
         self.timed_out = False
         self.reaped = False
 
@@ -494,7 +495,7 @@ class Server:
                 exit_status = -sig
             else:
                 exit_status = os.waitstatus_to_exitcode(status)
-        maxrss = job.rusage.ru_maxrss if job.rusage is not None else None
+        maxrss = getattr(job.rusage, "ru_maxrss", None)
         mem_kb = int(job.req.get("memory_mb", 1024)) << 10
         record, foreign = self._parse_record(job)
         exec_time = None

@@ -164,6 +164,7 @@ class LocalExecutor(Executor):
         if timeout is not None:
             import selectors
 
+            assert self._proc.stdout is not None
             with selectors.DefaultSelector() as sel:
                 sel.register(self._proc.stdout, selectors.EVENT_READ)
                 if not sel.select(timeout):
@@ -208,7 +209,7 @@ class LocalExecutor(Executor):
         with self._lock:
             if self._closed:
                 raise ExecutorClosedError("executor is closed")
-            by_seq: dict[int, ExecRequest] = {}
+            by_seq: dict[int, ExecRequest | None] = {}
             seen: set[str] = set()
             window = threading.Semaphore(self.workers * 4)
             done_sending = threading.Event()
@@ -255,7 +256,7 @@ class LocalExecutor(Executor):
                     if frame is None:  # server died: everything outstanding is an infra error
                         self._closed = True
                         with lock:
-                            lost = list(by_seq.values())
+                            lost = [r for r in by_seq.values() if r is not None]
                             by_seq.clear()
                         for req in lost:
                             yield self._infra(req, "fork server died")
@@ -263,12 +264,12 @@ class LocalExecutor(Executor):
                     if frame.get("op") != "result":
                         continue
                     with lock:
-                        req = by_seq.pop(frame["seq"], None)
-                    if req is None:  # late result of an abandoned earlier run
+                        owner = by_seq.pop(frame["seq"], None)
+                    if owner is None:  # late result of an abandoned earlier run
                         continue
                     received += 1
                     window.release()
-                    yield self._to_result(req, frame)
+                    yield self._to_result(owner, frame)
             finally:
                 cancelled.set()
                 thread.join()

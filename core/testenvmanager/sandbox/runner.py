@@ -205,7 +205,7 @@ def _disable_posixsubprocess(violations: list[str]) -> None:
         violations.append("starting a process (fork_exec)")
         raise SandboxViolationError("sandbox: starting processes is not allowed")
 
-    _posixsubprocess.fork_exec = blocked_fork_exec  # type: ignore[attr-defined]
+    _posixsubprocess.fork_exec = blocked_fork_exec  # type: ignore[assignment]
 
 
 def _describe(exc: BaseException) -> str:
@@ -369,8 +369,9 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
             else:
                 status, detail = "passed", f"{result.testsRun} tests passed"
         else:
-            namespace = {"__name__": "__main__" if mode == "script" else "__candidate__",
-                         "__builtins__": builtins}
+            namespace: dict = {"__name__": "__main__" if mode == "script" else "__candidate__",
+                               "__builtins__": builtins}
+            assert code is not None
             exec_(code, namespace)
             # the tests see pristine builtins and the preloaded (or fresh) copies of the modules
             # they import, even if the program replaced or patched entries of sys.modules
