@@ -224,3 +224,29 @@ def test_abandoned_stream_does_not_confuse_the_next_run(executor) -> None:
     follow = [ExecRequest(id=f"next{i}", program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add") for i in range(4)]
     got = executor.run_all(follow)
     assert [r.id for r in got] == [r.id for r in follow] and all(r.passed for r in got)
+
+
+def test_executor_wide_cgroups_when_available(executor) -> None:
+    groups = executor.facts.get("cgroups", {})
+    if not groups:
+        pytest.skip("cgroup v1 pids/memory not writable here")
+    res = probe(executor, "return True")
+    assert res.passed
+    for path in groups.values():
+        with open(os.path.join(path, "cgroup.procs")) as fh:
+            assert str(executor._proc.pid) in fh.read().split()
+
+
+def test_cgroup_oom_kill_is_memory_exceeded_and_groups_are_removed() -> None:
+    ex = LocalExecutor(workers=1, cgroup_memory_mb=160)
+    groups = dict(ex.facts.get("cgroups", {}))
+    try:
+        if "memory" not in groups:
+            pytest.skip("memory cgroup not writable here")
+        # RLIMIT_AS (1 GiB) allows it, the executor's 160 MiB memory group does not
+        res = probe(ex, "x = b'x' * (400 << 20)\nreturn True", memory_mb=1024)
+        assert res.outcome is Outcome.MEMORY_EXCEEDED, (res.outcome, res.detail)
+        assert probe(ex, "return True").passed
+    finally:
+        ex.close()
+    assert not any(os.path.exists(p) for p in groups.values())

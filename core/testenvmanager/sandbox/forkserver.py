@@ -195,6 +195,90 @@ def _loopback_up(facts: dict) -> None:
         facts["notes"].append(f"loopback not up: {exc}")
 
 
+_CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(value)
+
+
+def _setup_cgroups(cfg: dict, facts: dict) -> None:
+    """Put the server (and so every child, at zero per-request cost) into executor-wide cgroup v1
+    ``pids`` and ``memory`` groups when they are writable. Optional: failures become notes."""
+    facts["cgroups"] = {}
+    if not cfg.get("cgroups", True):
+        return
+    name = f"ianvs-sandbox-{os.getpid()}-{os.urandom(3).hex()}"
+    made: dict[str, str] = {}
+    try:
+        for ctrl in ("pids", "memory"):
+            base = os.path.join(_CGROUP_ROOT, ctrl)
+            if not (os.path.isfile(os.path.join(base, "cgroup.procs")) and os.access(base, os.W_OK)):
+                continue
+            path = os.path.join(base, name)
+            os.mkdir(path)
+            made[ctrl] = path
+        workers = max(1, int(cfg.get("workers", 1)))
+        if "pids" in made:
+            nproc = int(cfg.get("limits", {}).get("processes", 64))
+            _write(os.path.join(made["pids"], "pids.max"), str(workers * nproc + 16))
+        if "memory" in made:
+            limit = int(cfg.get("cgroup_memory_mb") or workers * 2048 + 512) << 20
+            _write(os.path.join(made["memory"], "memory.limit_in_bytes"), str(limit))
+            memsw = os.path.join(made["memory"], "memory.memsw.limit_in_bytes")
+            if os.path.exists(memsw):
+                _write(memsw, str(limit))  # no escaping the limit through swap
+        for path in made.values():
+            _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
+    except OSError as exc:
+        facts["notes"].append(f"cgroups unavailable: {exc}")
+        _leave_cgroups(made)
+        made = {}
+    facts["cgroups"] = made
+
+
+def _leave_cgroups(made: dict) -> None:
+    """Move this process back to the parent groups, kill leftovers and remove the groups."""
+    for path in made.values():
+        try:
+            _write(os.path.join(os.path.dirname(path), "cgroup.procs"), str(os.getpid()))
+        except OSError:
+            pass
+    for _ in range(50):
+        alive = False
+        for path in made.values():
+            try:
+                with open(os.path.join(path, "cgroup.procs")) as fh:
+                    for pid in fh.read().split():
+                        alive = True
+                        try:
+                            os.kill(int(pid), signal.SIGKILL)
+                        except OSError:
+                            pass
+            except OSError:
+                pass
+        if not alive:
+            break
+        time.sleep(0.01)
+    for path in made.values():
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
+def _oom_kills(memory_cgroup: str) -> int:
+    try:
+        with open(os.path.join(memory_cgroup, "memory.oom_control")) as fh:
+            for line in fh:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return -1
+
+
 # ----------------------------------------------------------------------------------- framing
 def _send(obj: dict) -> None:
     data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
@@ -235,6 +319,8 @@ class Server:
         self.uid_base = int(cfg.get("uid_base", 61000))
         self.limits = cfg.get("limits", {})
         self.free_slots = list(range(self.workers))
+        self.memory_cgroup = facts.get("cgroups", {}).get("memory")
+        self.oom_seen = _oom_kills(self.memory_cgroup) if self.memory_cgroup else -1
         self.pending: list[tuple[int, dict]] = []
         self.jobs: dict[int, _Job] = {}  # pid -> job
         self.sel = selectors.DefaultSelector()
@@ -507,6 +593,9 @@ class Server:
             outcome, exec_time, detail = record
         elif sig == signal.SIGXCPU:
             outcome, detail = "timeout", "CPU time limit exceeded"
+        elif sig == signal.SIGKILL and self.memory_cgroup and _oom_kills(self.memory_cgroup) > self.oom_seen:
+            self.oom_seen = _oom_kills(self.memory_cgroup)
+            outcome, detail = "memory_exceeded", "killed by the out-of-memory killer (executor cgroup limit)"
         elif sig and maxrss is not None and maxrss >= 0.9 * mem_kb:
             outcome, detail = "memory_exceeded", f"killed by signal {sig} near the memory limit"
         elif sig:
@@ -605,6 +694,7 @@ def _default_scratch_parent() -> str:
 def main() -> int:
     cfg = json.loads(sys.argv[1])
     facts = _setup_isolation(cfg)
+    _setup_cgroups(cfg, facts)
     runner = _load_runner()
     _preload(list(cfg.get("preload") or DEFAULT_PRELOAD), facts)
     _preimport({"program": "import re"})  # compiles the import scanner once, in the server
@@ -631,6 +721,7 @@ def main() -> int:
         raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        _leave_cgroups(facts.get("cgroups", {}))
     return 0
 
 
