@@ -23,7 +23,7 @@ import errno
 import json
 import os
 import resource
-import selectors
+import select
 import shutil
 import signal
 import struct
@@ -323,7 +323,11 @@ class Server:
         self.oom_seen = _oom_kills(self.memory_cgroup) if self.memory_cgroup else -1
         self.pending: list[tuple[int, dict]] = []
         self.jobs: dict[int, _Job] = {}  # pid -> job
-        self.sel = selectors.DefaultSelector()
+        self.ep = select.epoll()
+        self.owners: dict[int, object] = {}  # fd -> "ctl" | "wake" | (job, stream name)
+        self.hard_limits = {rlim: resource.getrlimit(rlim)[1] for rlim in (
+            resource.RLIMIT_AS, resource.RLIMIT_CPU, resource.RLIMIT_CORE, resource.RLIMIT_FSIZE,
+            resource.RLIMIT_NOFILE, resource.RLIMIT_NPROC)}
         self.ctl_buf = bytearray()
         self.shutting_down = False
         self.devnull = os.open(os.devnull, os.O_RDONLY)
@@ -339,8 +343,19 @@ class Server:
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         os.set_blocking(0, False)
-        self.sel.register(0, selectors.EVENT_READ, "ctl")
-        self.sel.register(self.wake_r, selectors.EVENT_READ, "wake")
+        self._watch(0, "ctl")
+        self._watch(self.wake_r, "wake")
+
+    def _watch(self, fd: int, owner: object) -> None:
+        self.owners[fd] = owner
+        self.ep.register(fd, select.EPOLLIN)
+
+    def _unwatch(self, fd: int) -> None:
+        if self.owners.pop(fd, None) is not None:
+            try:
+                self.ep.unregister(fd)
+            except OSError:
+                pass
 
     # -- control ---------------------------------------------------------------------------
     def _read_control(self) -> None:
@@ -351,7 +366,7 @@ class Server:
                 break
             if not chunk:
                 self.shutting_down = True
-                self.sel.unregister(0)
+                self._unwatch(0)
                 break
             self.ctl_buf += chunk
         while len(self.ctl_buf) >= 4:
@@ -407,7 +422,7 @@ class Server:
             os.close(w)
             os.set_blocking(r, False)
             job.fds[r] = name
-            self.sel.register(r, selectors.EVENT_READ, (job, name))
+            self._watch(r, (job, name))
         self.jobs[pid] = job
 
     def _make_workdir(self, req: dict, uid: int) -> str:
@@ -443,7 +458,7 @@ class Server:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         # close fd-owning objects now: a later garbage collection would otherwise close
         # whatever descriptor number we are about to reuse (e.g. the verdict channel)
-        self.sel.close()
+        self.ep.close()
         os.setsid()
         os.dup2(stdin_fd, 0)
         os.dup2(pipes["out"][1], 1)
@@ -460,10 +475,10 @@ class Server:
                             (resource.RLIMIT_FSIZE, int(lim.get("file_size_mb", 64)) << 20),
                             (resource.RLIMIT_NOFILE, int(lim.get("open_files", 256))),
                             (resource.RLIMIT_NPROC, int(lim.get("processes", 64)))):
+            hard = self.hard_limits[rlim]
+            if hard != resource.RLIM_INFINITY and value > hard:
+                value = hard
             try:
-                soft, hard = resource.getrlimit(rlim)
-                if hard != resource.RLIM_INFINITY and value > hard:
-                    value = hard
                 resource.setrlimit(rlim, (value, value))
             except (ValueError, OSError):
                 pass
@@ -509,10 +524,7 @@ class Server:
     def _close_fd(self, job: _Job, fd: int) -> None:
         if fd in job.fds:
             del job.fds[fd]
-            try:
-                self.sel.unregister(fd)
-            except KeyError:
-                pass
+            self._unwatch(fd)
             os.close(fd)
 
     def _reap(self) -> None:
@@ -665,8 +677,10 @@ class Server:
                     except OSError:
                         pass
                 timeout = 0.05
-            for key, _mask in self.sel.select(timeout):
-                data = key.data
+            for fd, _mask in self.ep.poll(-1 if timeout is None else timeout):
+                data = self.owners.get(fd)
+                if data is None:
+                    continue
                 if data == "ctl":
                     self._read_control()
                 elif data == "wake":
@@ -676,9 +690,9 @@ class Server:
                     except BlockingIOError:
                         pass
                 else:
-                    job, name = data
-                    if key.fd in job.fds:
-                        self._on_readable(key.fd, job, name)
+                    job, name = data  # type: ignore[misc]
+                    if fd in job.fds:
+                        self._on_readable(fd, job, name)
             self._reap()
 
 
