@@ -250,3 +250,16 @@ def test_cgroup_oom_kill_is_memory_exceeded_and_groups_are_removed() -> None:
     finally:
         ex.close()
     assert not any(os.path.exists(p) for p in groups.values())
+
+
+def test_child_setup_failure_is_infra_error() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root (uid drop)")
+    with LocalExecutor(workers=1, uid_base=2**32) as ex:  # no such uid: setgid fails in the child
+        res = probe(ex, "return True")
+    assert res.outcome is Outcome.INFRA_ERROR and "setup failed" in res.detail, res.detail
+
+
+def test_unstartable_server_raises() -> None:
+    with pytest.raises(ExecutorClosedError):
+        LocalExecutor(workers=1, scratch_parent="/nonexistent/dir", start_timeout=10)

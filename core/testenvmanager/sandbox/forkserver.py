@@ -397,6 +397,7 @@ class Server:
             return
         job.start = time.monotonic()
         job.deadline = job.start + float(req.get("timeout", 10.0))
+        res_ino = os.fstat(pipes["res"][1]).st_ino
         try:
             pid = os.fork()
         except OSError as exc:
@@ -413,6 +414,18 @@ class Server:
             code = 70
             try:
                 code = self._child(job, req, stdin_fd, pipes)
+            except BaseException as exc:  # noqa: BLE001 - isolation setup failed: no untrusted
+                # code has run yet, so report an infra error through the verdict channel
+                detail = f"sandbox setup failed: {type(exc).__name__}: {exc}".encode("utf-8", "replace")
+                record = f"{job.nonce} infra_error 0 {detail.hex()}\n".encode("ascii")
+                for fd in (pipes["res"][1], 3):  # before / after the dup2 onto fd 3
+                    try:
+                        if os.fstat(fd).st_ino == res_ino:
+                            os.write(fd, record)
+                            code = 0
+                            break
+                    except OSError:
+                        continue
             finally:
                 os._exit(code)
         job.pid = pid
