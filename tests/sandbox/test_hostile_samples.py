@@ -109,6 +109,21 @@ CASES = [
          Outcome.SANDBOX_VIOLATION, post=_no_file("/tmp/ianvs_pwned2.txt")),
     Case("symlink_escape", "import os\nos.symlink('/tmp', 'out')\nopen('out/ianvs_pwned3.txt', 'w')\n",
          Outcome.SANDBOX_VIOLATION, post=_no_file("/tmp/ianvs_pwned3.txt")),
+    Case("dir_fd_escape", "import os\nfd = os.open('/tmp', os.O_RDONLY)\n"
+         "os.close(os.open('ianvs_pwned4.txt', os.O_WRONLY | os.O_CREAT, dir_fd=fd))\n",
+         Outcome.SANDBOX_VIOLATION, post=_no_file("/tmp/ianvs_pwned4.txt")),
+    Case("mkdir_dir_fd_escape", "import os\nos.mkdir('ianvs_pwned5', dir_fd=3)\n", Outcome.SANDBOX_VIOLATION),
+    Case("unix_socket_outside", "import socket\ns = socket.socket(socket.AF_UNIX)\n"
+         "s.connect('/var/run/docker.sock')\n", Outcome.SANDBOX_VIOLATION),
+    Case("unix_socket_abstract", "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('\\0ianvs')\n",
+         Outcome.SANDBOX_VIOLATION),
+    Case("raw_socket", "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_RAW, 1)\n",
+         Outcome.SANDBOX_VIOLATION),
+    Case("crafted_code_object",
+         "def add(a, b):\n    return a + b\nadd.__code__ = add.__code__.replace(co_consts=(None,))\n",
+         Outcome.SANDBOX_VIOLATION),
+    Case("unix_socket_inside_ok", "import socket\ns = socket.socket(socket.AF_UNIX)\ns.bind('sock')\n"
+         + GOOD_PROGRAM, Outcome.PASSED),
     Case("chdir_escape", "import os\nos.chdir('/tmp')\n", Outcome.SANDBOX_VIOLATION),
     Case("write_inside_workdir_ok", "open('scratch.txt', 'w').write('fine')\n" + GOOD_PROGRAM, Outcome.PASSED),
     Case("read_env_secrets",

@@ -703,9 +703,9 @@ class Server:
                     except BlockingIOError:
                         pass
                 else:
-                    job, name = data  # type: ignore[misc]
-                    if fd in job.fds:
-                        self._on_readable(fd, job, name)
+                    owner: tuple[_Job, str] = data  # type: ignore[assignment]
+                    if fd in owner[0].fds:
+                        self._on_readable(fd, owner[0], owner[1])
             self._reap()
 
 

@@ -72,6 +72,10 @@ _PATH_EVENTS = frozenset({
     "os.chflags", "os.lchflags", "os.setxattr", "os.removexattr", "shutil.rmtree",
     "shutil.chown", "os.mkfifo", "os.mknod",
 })
+_DIR_FD_EVENTS = frozenset({"os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.chown",
+                            "os.utime", "os.mkfifo", "os.mknod"})
+_SOCKET_FAMILIES = frozenset({1, 2, 10})  # AF_UNIX, AF_INET, AF_INET6
+_SOCK_RAW = 3
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost", "", "0.0.0.0", "::"})
 _BLOCKED_IMPORTS = frozenset({"ctypes", "_ctypes", "_signal", "_posixsubprocess", "_testcapi",
                               "_xxsubinterpreters"})
@@ -99,7 +103,7 @@ def _make_hook(workdir: str, allow_subprocess: bool, violations: list[str]):  # 
     """Build the audit hook enforcing the sandbox policy (see module docstring)."""
     root = os.path.normpath(workdir)
     prefix = root + "/"
-    getpid, getpgid = os.getpid, os.getpgid
+    getpid, getpgid, isdir = os.getpid, os.getpgid, os.path.isdir
     own_pgid = getpgid(0)
 
     def inside(p: str | None) -> bool:
@@ -131,8 +135,12 @@ def _make_hook(workdir: str, allow_subprocess: bool, violations: list[str]):  # 
             mode, flags = args[1], args[2]
             writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
                 isinstance(flags, int) and flags & _WRITE_FLAGS)
-            if writing and not inside(path) and path not in _DEV_ALLOWED:
-                deny(f"writing {args[0]!r} outside the working directory")
+            if not inside(path):
+                if writing and path not in _DEV_ALLOWED:
+                    deny(f"writing {args[0]!r} outside the working directory")
+                if mode is None and path is not None and isdir(path):
+                    # a directory descriptor would let *at() calls (dir_fd=) escape the checks
+                    deny(f"opening directory {args[0]!r} outside the working directory")
             return
         if event == "object.__getattr__":
             if len(args) > 1 and args[1] in _FRAME_ATTRS:
@@ -149,11 +157,16 @@ def _make_hook(workdir: str, allow_subprocess: bool, violations: list[str]):  # 
         if event in _PATH_EVENTS:
             if args and not inside(_abspath(args[0])):
                 deny(f"{event} on {args[0]!r} outside the working directory")
+            if any(isinstance(a, int) and not isinstance(a, bool) and a >= 0 for a in args[2:]) and (
+                    event in _DIR_FD_EVENTS):
+                deny(f"{event} relative to a directory descriptor")
             return
         if event in ("os.rename", "os.link", "os.symlink", "shutil.move", "shutil.copyfile",
                      "shutil.copytree"):
             if not (inside(_abspath(args[0])) and inside(_abspath(args[1]))):
                 deny(f"{event} {args[0]!r} -> {args[1]!r} leaves the working directory")
+            if any(isinstance(a, int) and not isinstance(a, bool) and a >= 0 for a in args[2:4]):
+                deny(f"{event} relative to a directory descriptor")
             return
         if event == "os.chdir":
             if not isinstance(args[0], (str, bytes)) or not inside(_abspath(args[0])):
@@ -179,6 +192,17 @@ def _make_hook(workdir: str, allow_subprocess: bool, violations: list[str]):  # 
             addr = args[1] if len(args) > 1 else None
             if isinstance(addr, tuple) and addr and not (isinstance(addr[0], str) and addr[0] in _LOOPBACK):
                 deny(f"network access to {addr!r}")
+            if isinstance(addr, (str, bytes)):  # AF_UNIX: only sockets inside the workdir
+                raw = addr.encode("utf-8", "surrogateescape") if isinstance(addr, str) else addr
+                if raw[:1] in (b"\0", b"") or not inside(_abspath(raw)):
+                    deny(f"unix socket {addr!r} outside the working directory")
+            return
+        if event == "socket.__new__":
+            if len(args) > 2 and (args[1] not in _SOCKET_FAMILIES or args[2] == _SOCK_RAW):
+                deny(f"socket family {args[1]} / type {args[2]}")
+            return
+        if event == "code.__new__":
+            deny("constructing code objects")
             return
 
     return hook
