@@ -159,6 +159,10 @@ CASES = [
     Case("replace_sys_modules_entry", "import sys, types\nfake = types.ModuleType('math')\n"
          "fake.isclose = lambda *a, **k: True\nsys.modules['math'] = fake\n" + WRONG, Outcome.FAILED,
          test="import math\ndef check(candidate):\n    assert math.isclose(candidate(2, 3), 5)\n"),
+    Case("harness_globals_via_planted_function",
+         "import signal\ng = signal.signal.__globals__\nb = g.get('_TEST_BUILTINS') or g['__builtins__']\n"
+         "b['abs'] = lambda x: 0\ndef add(a, b):\n    return a * 10\n", Outcome.FAILED,
+         test="def check(candidate):\n    assert abs(candidate(2, 3) - 5) < 1e-9\n"),
     Case("predefine_check", "def check(candidate):\n    pass\n" + WRONG, Outcome.FAILED),
     Case("settrace_tampering", "import sys\nsys.settrace(lambda *a: None)\n" + WRONG, Outcome.SANDBOX_VIOLATION),
     Case("gc_walk_for_nonce", "import gc\nobjs = gc.get_objects()\n" + GOOD_PROGRAM, Outcome.SANDBOX_VIOLATION),

@@ -146,6 +146,8 @@ def _make_hook(workdir: str, allow_subprocess: bool, violations: list[str]):  # 
             if len(args) > 1 and args[1] in _FRAME_ATTRS:
                 raise AttributeError(f"sandbox: {args[1]} is not available")
             return
+        if event == "sandbox.blocked":
+            deny(str(args[0]) if args else event)
         if event == "sys._getframe":
             raise ValueError("sandbox: frame introspection is disabled")
         if event in _ALWAYS_DENY or event.startswith("ctypes."):
@@ -208,28 +210,35 @@ def _make_hook(workdir: str, allow_subprocess: bool, violations: list[str]):  # 
     return hook
 
 
-def _disable_signal_handlers(violations: list[str]) -> None:
+def _isolated_function(name: str, body: str) -> object:
+    """Build a function whose ``__globals__`` holds nothing but ``sys.audit``.
+
+    Functions the harness plants in reachable places (``signal.signal``...) must not be defined
+    in this module: their ``__globals__`` would hand the program the harness's namespace (its
+    pristine builtins, the tests' builtins). These report through an audit event instead, which
+    the hook turns into a recorded violation.
+    """
+    namespace: dict = {"__builtins__": {}, "audit": sys.audit}
+    exec(f"def {name}(*args, **kwargs):\n    {body}\n", namespace)
+    return namespace[name]
+
+
+def _disable_signal_handlers() -> None:
     """Replace ``signal.signal`` so untrusted code cannot get frames through handler arguments."""
     import _signal
     import signal
 
-    def blocked_signal(signalnum: object, handler: object) -> object:
-        violations.append("installing a signal handler")
-        raise SandboxViolationError("sandbox: installing signal handlers is not allowed")
-
-    _signal.signal = blocked_signal  # type: ignore[attr-defined]
-    signal.signal = blocked_signal  # type: ignore[assignment]
+    blocked = _isolated_function("signal", "audit('sandbox.blocked', 'installing a signal handler')")
+    _signal.signal = blocked  # type: ignore[attr-defined]
+    signal.signal = blocked  # type: ignore[assignment]
 
 
-def _disable_posixsubprocess(violations: list[str]) -> None:
+def _disable_posixsubprocess() -> None:
     """Make the unaudited ``_posixsubprocess.fork_exec`` unusable (subprocesses not allowed)."""
     import _posixsubprocess
 
-    def blocked_fork_exec(*args: object, **kwargs: object) -> object:
-        violations.append("starting a process (fork_exec)")
-        raise SandboxViolationError("sandbox: starting processes is not allowed")
-
-    _posixsubprocess.fork_exec = blocked_fork_exec  # type: ignore[assignment]
+    _posixsubprocess.fork_exec = _isolated_function(  # type: ignore[assignment]
+        "fork_exec", "audit('sandbox.blocked', 'starting a process (fork_exec)')")
 
 
 def _describe(exc: BaseException) -> str:
@@ -330,13 +339,14 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
             import traceback
             import unittest
 
-            traceback.clear_frames = lambda tb: None  # would need tb_frame (hidden)
+            # would need tb_frame (hidden); replacement must not expose this module's globals
+            traceback.clear_frames = _isolated_function("clear_frames", "return None")
             result_cls = _unittest_result_class()
             for cls in (unittest.TestCase, unittest.TestSuite, unittest.TestLoader):
                 testcase_snapshot[cls] = dict_(vars(cls))
-        _disable_signal_handlers(violations)
+        _disable_signal_handlers()
         if not req.get("allow_subprocess"):
-            _disable_posixsubprocess(violations)
+            _disable_posixsubprocess()
         modules.pop("__main__", None)
         program, test = req.get("program", ""), req.get("test", "")
         try:
