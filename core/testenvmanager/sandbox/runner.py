@@ -340,7 +340,8 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
             import unittest
 
             # would need tb_frame (hidden); replacement must not expose this module's globals
-            traceback.clear_frames = _isolated_function("clear_frames", "return None")
+            traceback.clear_frames = _isolated_function(  # type: ignore[assignment]
+                "clear_frames", "return None")
             result_cls = _unittest_result_class()
             for cls in (unittest.TestCase, unittest.TestSuite, unittest.TestLoader):
                 testcase_snapshot[cls] = dict_(vars(cls))
