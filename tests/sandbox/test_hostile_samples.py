@@ -251,3 +251,16 @@ def test_hostile_batch_does_not_disturb_neighbours(executor) -> None:
     results = {r.id: r for r in executor.run(reqs)}
     assert all(results[f"ok{i}"].passed for i in range(6))
     assert all(results[f"bad{i}"].outcome is Outcome.SANDBOX_VIOLATION for i in range(6))
+
+
+def test_hostile_unittest_patches_result_class(executor) -> None:
+    """Patching the harness's result class (found via __subclasses__) at import time is undone."""
+    solution = ("import unittest\nfor cls in unittest.TestResult.__subclasses__():\n"
+                "    cls.addFailure = lambda self, test, err: None\n"
+                "    cls.addError = lambda self, test, err: None\n"
+                "unittest.TestResult.addFailure = lambda self, test, err: None\n"
+                "def add(a, b):\n    return a - b\n")
+    tests = ("import unittest\nfrom solution import add\nclass T(unittest.TestCase):\n"
+             "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")
+    res = run_one(executor, mode="unittest", files={"solution.py": solution, "test_solution.py": tests})
+    assert res.outcome is Outcome.FAILED, (res.outcome, res.detail)

@@ -343,7 +343,8 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
             traceback.clear_frames = _isolated_function(  # type: ignore[assignment]
                 "clear_frames", "return None")
             result_cls = _unittest_result_class()
-            for cls in (unittest.TestCase, unittest.TestSuite, unittest.TestLoader):
+            for cls in (unittest.TestCase, unittest.TestSuite, unittest.TestLoader,
+                        unittest.TestResult, result_cls):
                 testcase_snapshot[cls] = dict_(vars(cls))
         _disable_signal_handlers()
         if not req.get("allow_subprocess"):
