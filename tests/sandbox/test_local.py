@@ -263,3 +263,12 @@ def test_child_setup_failure_is_infra_error() -> None:
 def test_unstartable_server_raises() -> None:
     with pytest.raises(ExecutorClosedError):
         LocalExecutor(workers=1, scratch_parent="/nonexistent/dir", start_timeout=10)
+
+
+def test_children_are_first_oom_victims(executor) -> None:
+    if not executor.facts.get("oom_protected"):
+        pytest.skip("no OOM protection (needs writable cgroups)")
+    with open(f"/proc/{executor._proc.pid}/oom_score_adj") as fh:
+        assert fh.read().strip() == "-1000"
+    res = probe(executor, "import os\nreturn os.environ is not None")  # child setup still works
+    assert res.passed
