@@ -231,13 +231,6 @@ def _setup_cgroups(cfg: dict, facts: dict) -> None:
                 _write(memsw, str(limit))  # no escaping the limit through swap
         for path in made.values():
             _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
-        if "memory" in made:
-            # the OOM killer must pick the offending child, never the server
-            try:
-                _write("/proc/self/oom_score_adj", "-1000")
-                facts["oom_protected"] = True
-            except OSError:
-                pass
     except OSError as exc:
         facts["notes"].append(f"cgroups unavailable: {exc}")
         _leave_cgroups(made)
@@ -503,10 +496,14 @@ class Server:
             except (ValueError, OSError):
                 pass
         os.umask(0o077)
-        if self.facts.get("oom_protected"):  # undo the server's protection: children go first
+        try:  # children are the OOM killer's first victims, before the server or the host's jobs
             fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-            os.write(fd, b"1000")
-            os.close(fd)
+            try:
+                os.write(fd, b"1000")
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
         if job.uid >= 0 and self.facts.get("stdlib_hidden"):
             _preimport(req)
         if job.uid >= 0:
