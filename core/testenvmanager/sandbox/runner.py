@@ -223,22 +223,26 @@ def _isolated_function(name: str, body: str) -> object:
     return namespace[name]
 
 
+#: built once when the server loads this module; each child only plants them
+_BLOCKED_SIGNAL = _isolated_function("signal", "audit('sandbox.blocked', 'installing a signal handler')")
+_BLOCKED_FORK_EXEC = _isolated_function("fork_exec", "audit('sandbox.blocked', 'starting a process (fork_exec)')")
+_NO_CLEAR_FRAMES = _isolated_function("clear_frames", "return None")
+
+
 def _disable_signal_handlers() -> None:
     """Replace ``signal.signal`` so untrusted code cannot get frames through handler arguments."""
     import _signal
     import signal
 
-    blocked = _isolated_function("signal", "audit('sandbox.blocked', 'installing a signal handler')")
-    _signal.signal = blocked  # type: ignore[attr-defined]
-    signal.signal = blocked  # type: ignore[assignment]
+    _signal.signal = _BLOCKED_SIGNAL  # type: ignore[attr-defined]
+    signal.signal = _BLOCKED_SIGNAL  # type: ignore[assignment]
 
 
 def _disable_posixsubprocess() -> None:
     """Make the unaudited ``_posixsubprocess.fork_exec`` unusable (subprocesses not allowed)."""
     import _posixsubprocess
 
-    _posixsubprocess.fork_exec = _isolated_function(  # type: ignore[assignment]
-        "fork_exec", "audit('sandbox.blocked', 'starting a process (fork_exec)')")
+    _posixsubprocess.fork_exec = _BLOCKED_FORK_EXEC  # type: ignore[assignment]
 
 
 def _describe(exc: BaseException) -> str:
@@ -340,8 +344,7 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
             import unittest
 
             # would need tb_frame (hidden); replacement must not expose this module's globals
-            traceback.clear_frames = _isolated_function(  # type: ignore[assignment]
-                "clear_frames", "return None")
+            traceback.clear_frames = _NO_CLEAR_FRAMES  # type: ignore[assignment]
             result_cls = _unittest_result_class()
             for cls in (unittest.TestCase, unittest.TestSuite, unittest.TestLoader,
                         unittest.TestResult, result_cls):
