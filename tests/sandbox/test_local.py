@@ -176,9 +176,18 @@ def test_stdin_is_fed(executor) -> None:
     assert res.passed, res.detail
 
 
+def _sandbox_dirs() -> set[str]:
+    import glob
+
+    return set(glob.glob("/dev/shm/ianvs-sandbox-*") + glob.glob("/tmp/ianvs-sandbox-*")
+               + glob.glob("/sys/fs/cgroup/*/ianvs-sandbox-*"))
+
+
 def test_min_isolation_refuses_with_clear_message() -> None:
+    before = _sandbox_dirs()
     with pytest.raises(IsolationUnavailableError, match="network namespace"):
         LocalExecutor(workers=1, netns=False, drop_uid=False, min_isolation="netns")
+    assert _sandbox_dirs() <= before, "a refused executor left its scratch dir or cgroups behind"
 
 
 def test_isolation_levels_follow_options() -> None:
@@ -212,6 +221,8 @@ def test_server_death_is_infra_error_never_a_model_failure() -> None:
             got.append(res)
     assert got and all(r.outcome is Outcome.INFRA_ERROR for r in got)
     ex.close()
+    left = [p for p in [ex.facts.get("scratch"), *ex.facts.get("cgroups", {}).values()] if p and os.path.exists(p)]
+    assert not left, left
 
 
 def test_abandoned_stream_does_not_confuse_the_next_run(executor) -> None:

@@ -730,32 +730,35 @@ def main() -> int:
     cfg = json.loads(sys.argv[1])
     facts = _setup_isolation(cfg)
     _setup_cgroups(cfg, facts)
-    runner = _load_runner()
-    _preload(list(cfg.get("preload") or DEFAULT_PRELOAD), facts)
-    _preimport({"program": "import re"})  # compiles the import scanner once, in the server
-    scratch = cfg.get("scratch_parent") or _default_scratch_parent()
-    cfg["scratch"] = scratch = os.path.join(scratch, f"ianvs-sandbox-{os.getpid()}-{os.urandom(4).hex()}")
-    os.mkdir(scratch, 0o711 if facts["drop_uid"] else 0o700)
-    level = 1
-    if facts["netns"]:
-        level = 2
-        if facts["drop_uid"] and facts["subreaper"]:
-            level = 3
-    _send({"op": "hello", "pid": os.getpid(), "isolation": _LEVELS[level], "facts": facts,
-           "python": sys.version.split()[0]})
-    server = Server(cfg, facts, runner)
-    import gc
-
-    gc.collect()
-    gc.freeze()  # preloaded objects go to the permanent generation: children never scan or
-    #             touch them during garbage collection (fewer copy-on-write faults)
+    scratch = ""
     try:
+        runner = _load_runner()
+        _preload(list(cfg.get("preload") or DEFAULT_PRELOAD), facts)
+        _preimport({"program": "import re"})  # compiles the import scanner once, in the server
+        parent = cfg.get("scratch_parent") or _default_scratch_parent()
+        path = os.path.join(parent, f"ianvs-sandbox-{os.getpid()}-{os.urandom(4).hex()}")
+        os.mkdir(path, 0o711 if facts["drop_uid"] else 0o700)
+        cfg["scratch"] = facts["scratch"] = scratch = path
+        level = 1
+        if facts["netns"]:
+            level = 2
+            if facts["drop_uid"] and facts["subreaper"]:
+                level = 3
+        _send({"op": "hello", "pid": os.getpid(), "isolation": _LEVELS[level], "facts": facts,
+               "python": sys.version.split()[0]})
+        server = Server(cfg, facts, runner)
+        import gc
+
+        gc.collect()
+        gc.freeze()  # preloaded objects go to the permanent generation: children never scan or
+        #             touch them during garbage collection (fewer copy-on-write faults)
         server.serve()
     except Exception as exc:  # noqa: BLE001 - report and die; the caller turns this into infra_error
         _log(f"fatal: {exc!r}")
         raise
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
         _leave_cgroups(facts.get("cgroups", {}))
     return 0
 

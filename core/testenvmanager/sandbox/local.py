@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -138,7 +139,7 @@ class LocalExecutor(Executor):
         LOGGER.info("local executor: %d workers, isolation=%s, facts=%s", workers,
                     self._isolation, self.facts)
         if self._isolation < self.min_isolation:
-            self._kill()
+            self.close()  # orderly: the server removes its scratch directory and cgroups
             raise IsolationUnavailableError(self._explain_shortfall())
 
     # ------------------------------------------------------------------------------ helpers
@@ -326,9 +327,14 @@ class LocalExecutor(Executor):
         self._remove_cgroups()
 
     def _remove_cgroups(self) -> None:
-        """Normally the server removes its groups; this covers a server that was killed: kill
-        whatever is still inside (orphaned children) and remove the groups."""
-        groups = list((getattr(self, "facts", None) or {}).get("cgroups", {}).values())
+        """Normally the server removes its scratch directory and groups; this covers a server
+        that was killed: kill whatever is still inside (orphaned children), remove the groups
+        and the scratch directory."""
+        facts = getattr(self, "facts", None) or {}
+        groups = list(facts.get("cgroups", {}).values())
+        scratch = facts.get("scratch")
+        if scratch and os.path.isdir(scratch) and os.path.basename(scratch).startswith("ianvs-sandbox-"):
+            shutil.rmtree(scratch, ignore_errors=True)
         for _ in range(100):
             left = False
             for path in groups:
