@@ -306,3 +306,20 @@ def test_oom_score_of_a_running_child(executor) -> None:
                   entry_point="add", id="oom-watch")
     thread.join()
     assert res.passed and seen and seen[0] == "1000", seen
+
+
+def test_workers_run_in_parallel(executor) -> None:
+    reqs = [ExecRequest(id=f"par{i}", program="import time\ntime.sleep(0.6)\n" + GOOD_PROGRAM, test=CHECK_ADD,
+                        entry_point="add") for i in range(2)]
+    start = time.monotonic()
+    results = executor.run_all(reqs)
+    assert all(r.passed for r in results)
+    assert time.monotonic() - start < 1.1  # two workers: both sleeps overlap
+
+
+def test_timeout_kills_the_whole_process_group(executor) -> None:
+    program = ("import subprocess, time\nsubprocess.Popen(['sleep', '60'])\n"
+               "open('started', 'w').close()\nwhile True:\n    time.sleep(0.01)\n")
+    res = run_one(executor, program=program, test=CHECK_ADD, entry_point="add", timeout=0.8,
+                  allow_subprocess=True)
+    assert res.outcome is Outcome.TIMEOUT and res.timeout_s == 0.8 and res.exit_status == -9

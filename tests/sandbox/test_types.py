@@ -65,3 +65,8 @@ def test_result_to_dict_uses_plain_strings() -> None:
 def test_request_accepts_any_id_and_positive_timeout(rid: str, timeout: float) -> None:
     req = ExecRequest(id=rid, program="pass", entry_point="f", timeout=timeout)
     assert req.to_wire()["id"] == rid and req.to_wire()["timeout"] == timeout
+
+
+def test_outcome_values_round_trip() -> None:
+    for outcome in Outcome:
+        assert Outcome(outcome.value) is outcome
