@@ -19,6 +19,7 @@ working directory. It never runs untrusted code itself and is single-threaded.
 
 from __future__ import annotations
 
+import collections
 import errno
 import json
 import os
@@ -321,7 +322,7 @@ class Server:
         self.free_slots = list(range(self.workers))
         self.memory_cgroup = facts.get("cgroups", {}).get("memory")
         self.oom_seen = _oom_kills(self.memory_cgroup) if self.memory_cgroup else -1
-        self.pending: list[tuple[int, dict]] = []
+        self.pending: collections.deque[tuple[int, dict]] = collections.deque()
         self.jobs: dict[int, _Job] = {}  # pid -> job
         self.ep = select.epoll()
         self.owners: dict[int, object] = {}  # fd -> "ctl" | "wake" | (job, stream name)
@@ -549,20 +550,30 @@ class Server:
             os.close(fd)
 
     def _reap(self) -> None:
+        finished = []
         while True:
             try:
                 pid, status, rusage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                break
             if pid == 0:
-                return
+                break
             job = self.jobs.get(pid)
             if job is None:
                 continue  # an adopted orphan (we are a subreaper)
             job.status, job.rusage, job.reaped = status, rusage, True
-            self._finish(job)
+            self._collect(job)
+            finished.append(job)
+        if finished:
+            # escapees first: the freed slot's uid is about to be reused by the next request
+            self._kill_escapees()
+            self._launch()  # keep the cores busy; book-keeping of finished jobs comes after
+            for job in finished:
+                self._cleanup_dir(job.workdir)  # before the verdict leaves: "removed afterwards"
+                self._grade(job)
 
-    def _finish(self, job: _Job) -> None:
+    def _collect(self, job: _Job) -> None:
+        """Stop everything of a reaped job and free its worker slot."""
         try:
             os.killpg(job.pid, signal.SIGKILL)  # leftovers in the request's process group
         except OSError:
@@ -571,10 +582,12 @@ class Server:
             self._on_readable(fd, job, name)  # whatever is already buffered
             self._close_fd(job, fd)
         del self.jobs[job.pid]
-        self._kill_escapees()
         self.free_slots.append(job.slot)
-        self._cleanup_dir(job.workdir)  # before the verdict leaves: "removed afterwards" holds
-        self._grade(job)
+
+    def _launch(self) -> None:
+        while self.pending and self.free_slots and not self.shutting_down:
+            seq, req = self.pending.popleft()
+            self._start(seq, req)
 
     def _kill_escapees(self) -> None:
         """Kill direct children that are not current jobs: descendants that escaped their
@@ -672,9 +685,7 @@ class Server:
     # -- loop ------------------------------------------------------------------------------
     def serve(self) -> None:
         while True:
-            while self.pending and self.free_slots and not self.shutting_down:
-                seq, req = self.pending.pop(0)
-                self._start(seq, req)
+            self._launch()
             if self.shutting_down and not self.jobs:
                 return
             now = time.monotonic()
