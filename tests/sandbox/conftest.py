@@ -14,6 +14,9 @@ if str(ROOT) not in sys.path:
 
 from core.testenvmanager.sandbox import ExecRequest, get_executor  # noqa: E402
 
+#: worker uids of the session executor (distinct from the default 61000 so that survivor checks
+#: are not confused by other executors running on the same machine)
+TEST_UID_BASE = 62000
 #: a fake secret placed in the caller's environment before the executor starts
 SECRET = "sk-test-DO-NOT-LEAK-0123456789"
 
@@ -30,7 +33,7 @@ def executor():
         key, _, value = item.partition("=")
         options[key.strip()] = value.strip() not in ("0", "false", "no")
     try:
-        ex = get_executor("local", workers=2, **options)
+        ex = get_executor("local", workers=2, uid_base=TEST_UID_BASE, **options)
     finally:
         for key, value in saved.items():
             if value is None:

@@ -15,7 +15,7 @@ import pytest
 
 from core.testenvmanager.sandbox import IsolationLevel, Outcome
 
-from .conftest import CHECK_ADD, GOOD_PROGRAM, SECRET, assert_alive, run_one
+from .conftest import CHECK_ADD, GOOD_PROGRAM, SECRET, TEST_UID_BASE, assert_alive, run_one
 
 WRONG = "def add(a, b):\n    return a - b\n"
 
@@ -50,7 +50,7 @@ def _sandbox_uid_processes() -> list[int]:
                 with open(f"/proc/{entry}/status") as fh:
                     for line in fh:
                         if line.startswith("Uid:"):
-                            if 61000 <= int(line.split()[1]) < 61100:
+                            if TEST_UID_BASE <= int(line.split()[1]) < TEST_UID_BASE + 16:
                                 pids.append(int(entry))
                             break
             except OSError:

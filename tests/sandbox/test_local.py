@@ -126,7 +126,7 @@ def test_loopback_works_inside_namespace(executor) -> None:
 def test_unprivileged_uid_when_full(executor) -> None:
     if executor.isolation < IsolationLevel.FULL:
         pytest.skip("full isolation unavailable")
-    res = probe(executor, "import os\nreturn os.getuid() >= 61000 and os.getgid() >= 61000 and os.getgroups() == []")
+    res = probe(executor, "import os\nreturn os.getuid() >= 62000 and os.getgid() >= 62000 and os.getgroups() == []")
     assert res.passed, res.detail
 
 
