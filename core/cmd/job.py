@@ -12,9 +12,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.common.config_base import Section, require_file
+from core.common.config_base import Section, load_top_section, require_file
 from core.common.errors import ConfigError
-from core.common.yaml_loader import load_yaml
 from core.storymanager.rank.types import RankConfig, RankConfigError
 from core.testcasecontroller.algorithm.config import AlgorithmConfig, load_algorithm
 from core.testenvmanager.testenv.testenv import TestEnvConfig, load_testenv
@@ -48,14 +47,7 @@ def load_job(path: Path) -> JobConfig:
         ConfigError: any problem in any of the files, naming file, line and key.
     """
     warnings: list[str] = []
-    data = load_yaml(path)
-    if not isinstance(data, dict) or "benchmarkingjob" not in data:
-        raise ConfigError("top-level key 'benchmarkingjob' not found", source=path, line=1,
-                          hint="the job file must start with 'benchmarkingjob:'")
-    top = Section(data, path, "", warnings)
-    top.report_unknown(["benchmarkingjob"])
-    sec = top.section("benchmarkingjob")
-    sec.report_unknown(KNOWN_KEYS)
+    sec = load_top_section(path, "benchmarkingjob", KNOWN_KEYS, warnings, what="job file")
     name = sec.get("name", str, "")
     workspace = sec.get("workspace", str, "./workspace")
     testenv = load_testenv(require_file(sec.get("testenv", str), path, "testenv file", sec,

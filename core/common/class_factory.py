@@ -227,6 +227,15 @@ class ClassFactory:
                 cls._captures.remove(cap)
 
     @classmethod
+    def unregister(cls, type_name: str, alias: str) -> bool:
+        """Drop every registration of ``alias`` in ``type_name`` (not in Sedna).
+
+        Returns whether anything was removed. Meant for tests and for replacing a backend.
+        """
+        with cls._lock:
+            return cls.__registry__.get(type_name, {}).pop(alias, None) is not None
+
+    @classmethod
     def _clear(cls) -> None:
         """Forget every registration (tests only)."""
         with cls._lock:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import ConfigError, suggest
-from core.common.yaml_loader import LinedDict, LinedList
+from core.common.yaml_loader import LinedDict, LinedList, load_yaml
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +117,27 @@ class Section:
             self.warnings.append(msg)
             logger.warning(msg)
         return unknown
+
+
+def load_top_section(path: Path, top_key: str, known_keys: Iterable[str],
+                     warnings: list[str] | None = None, what: str = "file") -> Section:
+    """Read a YAML file whose only top-level key is ``top_key``; return that section.
+
+    Unknown keys at the top level and inside the section (not in ``known_keys``) are reported
+    into ``warnings`` with near-match suggestions.
+
+    Raises:
+        ConfigError: unreadable or malformed YAML, or ``top_key`` missing (line 1 named).
+    """
+    data = load_yaml(path)
+    if not isinstance(data, dict) or top_key not in data:
+        raise ConfigError(f"top-level key {top_key!r} not found", source=path, line=1,
+                          hint=f"the {what} must start with '{top_key}:'")
+    top = Section(data, path, "", warnings)
+    top.report_unknown([top_key])
+    sec = top.section(top_key)
+    sec.report_unknown(known_keys)
+    return sec
 
 
 def resolve_path(raw: str, yaml_file: Path) -> Path:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import DatasetError
+from core.common.jsonl import iter_jsonl
 
 REQUIRED_FIELDS: tuple[str, ...] = ("task_id", "prompt", "entry_point", "test", "canonical_solution")
 OPTIONAL_FIELDS: tuple[str, ...] = ("packages", "timeout", "metadata")
@@ -90,22 +91,13 @@ class CodegenTask:
 def read_codegen_jsonl(path: str | os.PathLike[str]) -> Iterator[CodegenTask]:
     """Stream and validate a codegen JSONL file (blank lines skipped, ids unique)."""
     file = Path(path)
-    if not file.is_file():
-        raise DatasetError("dataset file not found", source=file)
     seen: set[str] = set()
-    with open(file, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"invalid JSON: {exc.msg}", source=file, line=lineno) from exc
-            task = CodegenTask.from_record(record, source=str(file), line=lineno)
-            if task.task_id in seen:
-                raise DatasetError(f"duplicate task_id {task.task_id!r}", source=file, line=lineno)
-            seen.add(task.task_id)
-            yield task
+    for lineno, record in iter_jsonl(file, "dataset file"):
+        task = CodegenTask.from_record(record, source=str(file), line=lineno)
+        if task.task_id in seen:
+            raise DatasetError(f"duplicate task_id {task.task_id!r}", source=file, line=lineno)
+        seen.add(task.task_id)
+        yield task
 
 
 def write_codegen_jsonl(tasks: Iterable[CodegenTask], out_path: str | os.PathLike[str]) -> int:

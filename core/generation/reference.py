@@ -12,13 +12,13 @@ score pass@1 = 1.0 and ``broken`` pass@1 = 0.0 on any correct dataset.
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from core.common.errors import ConfigError, DatasetError
+from core.common.jsonl import iter_jsonl
 from core.generation.base import Generator
 from core.generation.cache_key import sample_key
 from core.generation.types import Generation, GenerationRequest
@@ -33,22 +33,13 @@ BROKEN_BODIES: dict[str, str] = {
 def load_canonical_solutions(dataset_path: str | os.PathLike[str]) -> dict[str, str]:
     """task_id -> canonical_solution from a codegen JSONL dataset."""
     file = Path(dataset_path)
-    if not file.is_file():
-        raise DatasetError("dataset file not found", source=file)
     solutions: dict[str, str] = {}
-    with open(file, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"invalid JSON: {exc.msg}", source=file, line=lineno) from exc
-            solution = record.get("canonical_solution") if isinstance(record, dict) else None
-            if not isinstance(solution, str) or not isinstance(record.get("task_id"), str):
-                raise DatasetError("record needs string 'task_id' and 'canonical_solution'",
-                                   source=file, line=lineno)
-            solutions[record["task_id"]] = solution
+    for lineno, record in iter_jsonl(file, "dataset file"):
+        solution = record.get("canonical_solution")
+        if not isinstance(solution, str) or not isinstance(record.get("task_id"), str):
+            raise DatasetError("record needs string 'task_id' and 'canonical_solution'",
+                               source=file, line=lineno)
+        solutions[record["task_id"]] = solution
     return solutions
 
 

@@ -15,9 +15,7 @@ counted in a warning. Malformed lines raise :class:`DatasetError` naming file an
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 import logging
 import os
 from collections import defaultdict
@@ -26,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import DatasetError
+from core.common.jsonl import iter_jsonl
 from core.generation.base import Generator
 from core.generation.cache_key import sample_key
 from core.generation.types import Generation, GenerationRequest
@@ -36,25 +35,15 @@ LOGGER = logging.getLogger(__name__)
 def read_samples(path: str | os.PathLike[str]) -> dict[str, list[dict[str, Any]]]:
     """task_id -> recorded lines, in file order. Raises DatasetError on bad lines."""
     file = Path(path)
-    if not file.is_file():
-        raise DatasetError("samples file not found", source=file)
-    opener = gzip.open if file.name.endswith(".gz") else open
     samples: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    with opener(file, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"invalid JSON: {exc.msg}", source=file, line=lineno) from exc
-            if not isinstance(record, dict) or not isinstance(record.get("task_id"), str):
-                raise DatasetError("each line needs a string 'task_id'", source=file, line=lineno)
-            text = record.get("solution", record.get("completion"))
-            if not isinstance(text, str):
-                raise DatasetError("each line needs a string 'completion' or 'solution'",
-                                   source=file, line=lineno)
-            samples[record["task_id"]].append(record)
+    for lineno, record in iter_jsonl(file, "samples file"):
+        if not isinstance(record.get("task_id"), str):
+            raise DatasetError("each line needs a string 'task_id'", source=file, line=lineno)
+        text = record.get("solution", record.get("completion"))
+        if not isinstance(text, str):
+            raise DatasetError("each line needs a string 'completion' or 'solution'",
+                               source=file, line=lineno)
+        samples[record["task_id"]].append(record)
     return dict(samples)
 
 

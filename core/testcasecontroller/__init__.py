@@ -1,1 +1,1 @@
-"""Package."""
+"""Test case controller: builds test cases from the algorithm grid, runs paradigms and metrics."""

@@ -1,1 +1,1 @@
-"""Package."""
+"""Test environment manager: the testenv YAML, datasets and the sandbox that executes code."""

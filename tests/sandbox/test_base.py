@@ -6,8 +6,10 @@ from typing import Iterable, Iterator
 
 import pytest
 
+from core.common.class_factory import ClassFactory, ClassType
+
 from core.testenvmanager.sandbox import (
-    BACKENDS, ExecRequest, ExecResult, Executor, IsolationLevel, Outcome, UnknownBackendError,
+    BUILTIN_BACKENDS, ExecRequest, ExecResult, Executor, IsolationLevel, Outcome, UnknownBackendError,
     get_executor, known_backends, register_backend,
 )
 
@@ -51,7 +53,8 @@ def test_register_and_lookup_custom_backend() -> None:
             assert [r.id for r in ex.run_all(reqs)] == ["0", "1", "2"]  # input order
         assert ex.closed
     finally:
-        BACKENDS.pop("echo", None)
+        ClassFactory.unregister(ClassType.SANDBOX, "echo")
+    assert "echo" not in known_backends()
 
 
 def test_register_rejects_empty_name() -> None:
@@ -60,4 +63,25 @@ def test_register_rejects_empty_name() -> None:
 
 
 def test_local_is_registered_lazily_by_import_path() -> None:
-    assert BACKENDS["local"] == "core.testenvmanager.sandbox.local:LocalExecutor"
+    assert BUILTIN_BACKENDS["local"] == "core.testenvmanager.sandbox.local:LocalExecutor"
+    assert "local" in known_backends()
+    assert ClassFactory.is_exists(ClassType.SANDBOX, "local")
+
+
+def test_unknown_backend_suggests_near_match() -> None:
+    with pytest.raises(UnknownBackendError, match="did you mean 'local'"):
+        get_executor("locl")
+
+
+def test_backend_registered_through_class_factory_decorator() -> None:
+    """Plugins can add a backend with the usual decorator; get_executor then builds it."""
+
+    @ClassFactory.register(ClassType.SANDBOX, alias="echo-deco")
+    class DecoEcho(EchoExecutor):
+        pass
+
+    try:
+        with get_executor("echo-deco") as ex:
+            assert isinstance(ex, DecoEcho)
+    finally:
+        ClassFactory.unregister(ClassType.SANDBOX, "echo-deco")

@@ -1,1 +1,1 @@
-"""Package."""
+"""Leaderboard rows: ranking, CSV writing with atomic replace, and optional pictures."""

@@ -1,1 +1,1 @@
-"""Package."""
+"""Rendering of rank files as plain-text and Markdown tables."""

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.class_factory import ClassType
-from core.common.config_base import Section, resolve_path
+from core.common.config_base import Section, load_top_section, resolve_path
 from core.common.errors import ConfigError, suggest
 from core.common.yaml_loader import load_yaml
 
@@ -136,14 +136,7 @@ def load_algorithm(path: Path, warnings: list[str] | None = None) -> AlgorithmCo
     Raises:
         ConfigError: anything wrong, naming file, line and key.
     """
-    data = load_yaml(path)
-    if not isinstance(data, dict) or "algorithm" not in data:
-        raise ConfigError("top-level key 'algorithm' not found", source=path, line=1,
-                          hint="the file must start with 'algorithm:'")
-    top = Section(data, path, "", warnings)
-    top.report_unknown(["algorithm"])
-    sec = top.section("algorithm")
-    sec.report_unknown(KNOWN_KEYS)
+    sec = load_top_section(path, "algorithm", KNOWN_KEYS, warnings, what="file")
     paradigm = sec.get("paradigm_type", str)
     if paradigm not in PARADIGMS:
         raise sec.error("paradigm_type", f"is {paradigm!r}, which is not a paradigm",

@@ -1,1 +1,1 @@
-"""Package."""
+"""Dataset resolution (index, data, data_info) and streamed parsers per format."""

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from core.common.errors import DatasetError
+from core.common.jsonl import iter_jsonl
 
 logger = logging.getLogger(__name__)
 
@@ -87,38 +88,6 @@ class ParsedDataset:
         ys = self.y
         for i, x in enumerate(self.x):
             yield {"x": x, "y": ys[i] if i < len(ys) else None}
-
-
-def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, object)`` for each non-blank line of a JSONL file.
-
-    Raises:
-        DatasetError: a line that is not a JSON object, or invalid UTF-8.
-    """
-    try:
-        handle = path.open("r", encoding="utf-8")
-    except OSError as exc:
-        raise DatasetError(f"cannot open dataset file: {exc.strerror}", source=path) from exc
-    with handle:
-        line_no = 0
-        try:
-            for line_no, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DatasetError(f"invalid JSON at column {exc.colno}: {exc.msg}",
-                                       source=path, line=line_no,
-                                       hint="each line must hold one JSON object") from exc
-                if not isinstance(obj, dict):
-                    raise DatasetError(f"expected a JSON object, got {type(obj).__name__}",
-                                       source=path, line=line_no,
-                                       hint="each line must hold one JSON object")
-                yield line_no, obj
-        except UnicodeDecodeError as exc:
-            raise DatasetError(f"not valid UTF-8 ({exc.reason})", source=path,
-                               line=line_no + 1) from exc
 
 
 class JsonlDataset(ParsedDataset):

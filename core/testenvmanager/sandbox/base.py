@@ -5,21 +5,24 @@ Every backend (local fork server today; docker or edge nodes later) implements
 request *in completion order* (match them by ``result.id``). ``close`` is idempotent; executors are
 context managers.
 
-Backends are looked up by name with :func:`get_executor`. The mapping is a plain module-level dict
-of ``name -> "module:attribute"`` (or a callable) so it can later be fed into the project's plugin
-registry without importing heavy backends eagerly.
+Backends live in the project's one plugin registry, :class:`core.common.class_factory.ClassFactory`,
+group ``ClassType.SANDBOX`` ("sandbox"). Built-in backends are registered lazily as
+``"module:attribute"`` so importing this package never imports a backend (or its dependencies);
+:func:`get_executor` builds one by name.
 """
 
 from __future__ import annotations
 
 import abc
-import importlib
 import logging
 from typing import Callable, Iterable, Iterator, Union
 
+from core.common.class_factory import ClassFactory, ClassType
+from core.common.errors import suggest
+
 from .types import ExecRequest, ExecResult, IsolationLevel, UnknownBackendError
 
-__all__ = ["Executor", "BACKENDS", "register_backend", "get_executor", "known_backends"]
+__all__ = ["Executor", "BUILTIN_BACKENDS", "register_backend", "get_executor", "known_backends"]
 
 LOGGER = logging.getLogger(__name__)
 
@@ -63,43 +66,50 @@ class Executor(abc.ABC):
 
 Factory = Callable[..., Executor]
 
-#: backend name -> factory or "module:attribute" import path (resolved lazily)
-BACKENDS: dict[str, Union[str, Factory]] = {
+#: built-in backends: registry alias -> "module:attribute" (imported on first use)
+BUILTIN_BACKENDS: dict[str, str] = {
     "local": "core.testenvmanager.sandbox.local:LocalExecutor",
 }
 
+for _name, _target in BUILTIN_BACKENDS.items():
+    ClassFactory.register_lazy(ClassType.SANDBOX, _name, _target)
+
 
 def register_backend(name: str, factory: Union[str, Factory]) -> None:
-    """Register (or replace) a backend under ``name``."""
+    """Register (or replace) a backend under ``name`` in the ``sandbox`` registry group.
+
+    ``factory`` is an :class:`Executor` subclass, any callable returning one, or a
+    ``"module:attribute"`` path imported on first use. Plugins may equally use
+    ``@ClassFactory.register(ClassType.SANDBOX, alias=name)`` on their executor class.
+    """
     if not name:
         raise ValueError("backend name must be non-empty")
-    BACKENDS[name] = factory
+    ClassFactory.unregister(ClassType.SANDBOX, name)
+    if isinstance(factory, str):
+        ClassFactory.register_lazy(ClassType.SANDBOX, name, factory)
+    else:
+        ClassFactory.register_cls(factory, type_name=ClassType.SANDBOX, alias=name)
 
 
 def known_backends() -> list[str]:
     """Sorted names of the registered backends."""
-    return sorted(BACKENDS)
-
-
-def _resolve(entry: Union[str, Factory]) -> Factory:
-    if callable(entry):
-        return entry
-    module_name, _, attr = entry.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+    return ClassFactory.aliases(ClassType.SANDBOX)
 
 
 def get_executor(name: str, **options: object) -> Executor:
     """Build the backend registered as ``name`` with ``options``.
 
-    Raises :class:`UnknownBackendError` naming the known backends when ``name`` is unknown, and
-    whatever the backend raises for bad options (e.g. ``IsolationUnavailableError``).
+    Raises :class:`UnknownBackendError` naming the known backends (and a near match) when
+    ``name`` is unknown, and whatever the backend raises for bad options (e.g.
+    ``IsolationUnavailableError``).
     """
-    try:
-        entry = BACKENDS[name]
-    except KeyError:
+    if not ClassFactory.is_exists(ClassType.SANDBOX, name):
+        known = known_backends()
+        near = suggest(name, known)
         raise UnknownBackendError(
-            f"unknown executor backend {name!r}; known backends: {', '.join(known_backends())}"
-        ) from None
-    executor = _resolve(entry)(**options)
+            f"unknown executor backend {name!r}; known backends: {', '.join(known)}"
+            + (f" ({near})" if near else ""))
+    factory: Factory = ClassFactory.get_cls(ClassType.SANDBOX, name)
+    executor = factory(**options)
     LOGGER.debug("created executor %s (isolation=%s)", name, executor.isolation)
     return executor

@@ -1,1 +1,1 @@
-"""Package."""
+"""The testenv YAML: dataset, metrics and sandbox settings as typed config."""

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.common.config_base import Section, require_file
+from core.common.config_base import Section, load_top_section, require_file
 from core.common.errors import ConfigError
-from core.common.yaml_loader import load_yaml
 from core.testenvmanager.dataset.dataset import DatasetConfig, parse_dataset_section
 
 KNOWN_KEYS = ("dataset", "metrics", "model_eval", "incremental_rounds", "round",
@@ -63,14 +62,7 @@ def load_testenv(path: Path, warnings: list[str] | None = None) -> TestEnvConfig
     Raises:
         ConfigError: anything wrong, naming file, line and key.
     """
-    data = load_yaml(path)
-    if not isinstance(data, dict) or "testenv" not in data:
-        raise ConfigError("top-level key 'testenv' not found", source=path, line=1,
-                          hint="the file must start with 'testenv:'")
-    top = Section(data, path, "", warnings)
-    top.report_unknown(["testenv"])
-    sec = top.section("testenv")
-    sec.report_unknown(KNOWN_KEYS)
+    sec = load_top_section(path, "testenv", KNOWN_KEYS, warnings, what="file")
     dataset = parse_dataset_section(sec.section("dataset"))
     metric_secs = sec.sections("metrics")
     if not metric_secs:

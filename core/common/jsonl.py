@@ -1,0 +1,65 @@
+"""Streaming reader of JSON Lines files with errors that name file and line.
+
+One reader for every JSONL input of the project (datasets, codegen task files, recorded
+samples), so each reports bad input the same way.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from core.common.errors import DatasetError
+
+_ONE_OBJECT = "each line must hold one JSON object"
+
+
+def _open_text(path: Path) -> IO[str]:
+    if path.name.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open("r", encoding="utf-8")
+
+
+def iter_jsonl(path: str | Path, what: str = "dataset file") -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for each non-blank line of a JSONL file.
+
+    Lines are read one at a time (the file is never held in memory whole); a name ending in
+    ``.gz`` is read through gzip. ``what`` names the file in messages ("samples file" ...).
+
+    Raises:
+        DatasetError: the file is missing or unreadable, a line is not valid JSON or not a
+            JSON object, or the file is not valid UTF-8 (or not valid gzip); the message
+            names the file and the line.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise DatasetError(f"{what} not found", source=file,
+                           hint="check the path; relative paths resolve against the working "
+                                "directory, then the YAML file's folder")
+    try:
+        handle = _open_text(file)
+    except OSError as exc:
+        raise DatasetError(f"cannot open {what}: {exc.strerror}", source=file) from exc
+    line_no = 0
+    with handle:
+        try:
+            for line_no, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DatasetError(f"invalid JSON at column {exc.colno}: {exc.msg}",
+                                       source=file, line=line_no, hint=_ONE_OBJECT) from exc
+                if not isinstance(obj, dict):
+                    raise DatasetError(f"expected a JSON object, got {type(obj).__name__}",
+                                       source=file, line=line_no, hint=_ONE_OBJECT)
+                yield line_no, obj
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"not valid UTF-8 ({exc.reason})", source=file,
+                               line=line_no + 1) from exc
+        except (OSError, EOFError) as exc:  # e.g. a truncated or non-gzip .gz file
+            raise DatasetError(f"cannot read {what}: {exc}", source=file,
+                               line=line_no + 1) from exc
