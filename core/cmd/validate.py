@@ -1,20 +1,60 @@
 """``ianvs validate``: everything that can be checked without running a model.
 
 Checks: the three YAML kinds parse and validate; every module url imports and registers
-its alias in the right group; every metric resolves and accepts its extra keys; every
+its alias in the right group; every hyperparameter combination is accepted by its module
+(``check_hyperparameters`` or the ``__init__`` signature); every metric resolves and accepts its extra keys; every
 ``sort_by`` metric is a column some metric produces; the test set exists and every line
 parses (JSONL records are streamed and must carry ``x_field``).
 """
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
+from typing import Any
 
 from core.cmd.job import load_job
 from core.common.class_factory import ClassFactory
 from core.common.errors import IanvsError, suggest
 from core.common.plugin_loader import load_plugin
+from core.testcasecontroller.algorithm.config import ModuleSpec
 from core.testcasecontroller.metrics.calling import declared_columns, resolve_metric
 from core.testenvmanager.dataset.parsers import JsonlDataset
+
+
+def _check_hyperparameters(cls: Any, spec: ModuleSpec, source: Path) -> list[str]:
+    """Problems with the hyperparameter names/values of one module, without building it.
+
+    A class with a ``check_hyperparameters(mapping)`` classmethod decides itself (it raises
+    :class:`IanvsError`); otherwise, when its ``__init__`` takes no ``**kwargs``, every name
+    must be one of its keyword parameters. One problem per distinct message.
+    """
+    found: list[str] = []
+    check = getattr(cls, "check_hyperparameters", None)
+    accepted: list[str] | None = None
+    if check is None and isinstance(cls, type):
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            accepted = [p.name for p in params if p.kind in (
+                inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    for hps in spec.variants:
+        message = None
+        if check is not None:
+            try:
+                check(dict(hps))
+            except IanvsError as exc:
+                message = f"{exc.message}" + (f" ({exc.hint})" if exc.hint else "")
+        elif accepted is not None:
+            unknown = sorted(set(hps) - set(accepted))
+            if unknown:
+                message = (f"hyperparameter {unknown[0]!r} is not a parameter of "
+                           f"{cls.__name__}.__init__ ("
+                           + (suggest(unknown[0], accepted) or
+                              f"it takes: {', '.join(accepted) or 'nothing'}") + ")")
+        if message:
+            text = f"{source}: module {spec.type} {spec.name!r}: {message}"
+            if text not in found:
+                found.append(text)
+    return found
 
 
 def validate_job(path: Path) -> tuple[list[str], list[str]]:
@@ -25,7 +65,9 @@ def validate_job(path: Path) -> tuple[list[str], list[str]]:
         for spec in algorithm.modules:
             try:
                 if spec.url is not None:
-                    load_plugin(spec.url).lookup(spec.group, spec.name)
+                    cls = load_plugin(spec.url).lookup(spec.group, spec.name)
+                    if spec.type != "hard_example_mining":
+                        problems += _check_hyperparameters(cls, spec, algorithm.source)
                 elif spec.type in ("basemodel",) and not ClassFactory.is_exists(
                         spec.group, spec.name):
                     problems.append(f"{algorithm.source}: module {spec.type} {spec.name!r} "

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.common.errors import ConfigError
+from core.common.errors import ConfigError, suggest
 from core.common.progress import progress_bar
-from core.generation import DEFAULT_GENERATOR, create_generator
+from core.generation import DEFAULT_GENERATOR, create_generator, generator_parameters
 from core.generation.base import Generator
 from core.generation.cache_key import cached_generate
 from core.generation.types import DecodingSettings, Generation, GenerationRequest
@@ -49,18 +49,50 @@ class CodegenModel:
     """Ianvs basemodel generating code for codegen records (see module docstring)."""
 
     def __init__(self, **hyperparameters: Any) -> None:
+        (self.generator_name, self.mode, self.decoding,
+         self.generator_params) = self._parse(hyperparameters)
+        self._generator: Generator | None = None
+
+    @classmethod
+    def check_hyperparameters(cls, hyperparameters: Mapping[str, Any]) -> None:
+        """Raise if these hyperparameters cannot work; loads no model (``ianvs validate``).
+
+        Raises:
+            RegistryError: unknown ``generator`` (with suggestions).
+            ConfigError: bad ``mode`` or decoding values, a name neither this model nor the
+                chosen generator takes (typos get a suggestion), or a missing required one.
+        """
+        cls._parse(hyperparameters)
+
+    @staticmethod
+    def _parse(hyperparameters: Mapping[str, Any]
+               ) -> tuple[str, str, DecodingSettings, dict[str, Any]]:
         params = dict(hyperparameters)
-        self.generator_name = str(params.pop("generator", DEFAULT_GENERATOR))
-        self.mode = str(params.pop("mode", "complete"))
+        generator = str(params.pop("generator", DEFAULT_GENERATOR))
+        mode = str(params.pop("mode", "complete"))
         decoding = {k: params.pop(k) for k in DECODING_KEYS if k in params}
         try:
-            self.decoding = DecodingSettings.from_mapping(decoding)
+            settings = DecodingSettings.from_mapping(decoding)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"bad decoding hyperparameters: {exc}") from exc
-        if self.mode not in ("complete", "chat"):
-            raise ConfigError(f"mode must be 'complete' or 'chat', got {self.mode!r}")
-        self.generator_params = params
-        self._generator: Generator | None = None
+        if mode not in ("complete", "chat"):
+            raise ConfigError(f"mode must be 'complete' or 'chat', got {mode!r}")
+        accepted, required, takes_any = generator_parameters(generator)
+        unknown = sorted(set(params) - set(accepted))
+        if unknown and not takes_any:
+            own = ["generator", "mode", *DECODING_KEYS]
+            raise ConfigError(
+                f"hyperparameter {unknown[0]!r} is not used by the codegen model nor by "
+                f"generator {generator!r}",
+                hint=suggest(unknown[0], own + accepted)
+                or f"the model takes {', '.join(own)}; generator {generator!r} takes "
+                   f"{', '.join(accepted) or 'nothing'}")
+        missing = [name for name in required if name not in params]
+        if missing:
+            raise ConfigError(f"generator {generator!r} needs hyperparameter {missing[0]!r}",
+                              hint=f"add '- {missing[0]}: {{values: [...]}}' to the module's "
+                                   "hyperparameters")
+        return generator, mode, settings, params
 
     def _make_generator(self, records: Sequence[dict[str, Any]]) -> Generator:
         params = dict(self.generator_params)
