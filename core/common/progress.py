@@ -1,4 +1,11 @@
-"""Progress bars on stderr (tqdm when installed, otherwise periodic log lines)."""
+"""Progress reporting for long loops (generation, execution, prediction).
+
+* stderr is a terminal: a tqdm bar that stays on screen when done; log records emitted while
+  it is shown are printed above it instead of through it.
+* stderr is not a terminal (CI logs, files): no control characters; a log line at most every
+  10 s and one at the end (``generate (embedded): 12/21``).
+* ``enabled=False`` (``--no-progress``): nothing at all.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -6,41 +13,72 @@ import logging
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TextIO
 
 logger = logging.getLogger(__name__)
 
+#: seconds between progress log lines when stderr is not a terminal
+LOG_INTERVAL_S = 10.0
+
 
 class _LogBar:
-    """Fallback bar: a log line at most every 10 s and at the end."""
+    """Bar for non-terminals: a log line at most every ``interval`` seconds and at the end."""
 
-    def __init__(self, total: int, desc: str) -> None:
-        self.total, self.desc, self.n = total, desc, 0
+    def __init__(self, total: int, desc: str, interval: float = LOG_INTERVAL_S) -> None:
+        self.total, self.desc, self.n, self.interval = total, desc, 0, interval
         self._last = time.monotonic()
+        self._logged_n = -1
 
     def update(self, n: int = 1) -> None:
         self.n += n
-        if time.monotonic() - self._last > 10 or self.n >= self.total:
-            self._last = time.monotonic()
-            logger.info("%s: %d/%d", self.desc, self.n, self.total)
+        if time.monotonic() - self._last >= self.interval or self.n >= self.total:
+            self._log()
+
+    def _log(self) -> None:
+        self._last = time.monotonic()
+        self._logged_n = self.n
+        logger.info("%s: %d/%d", self.desc, self.n, self.total)
 
     def set_postfix_str(self, text: str) -> None:  # tqdm-compatible no-op
         pass
 
     def close(self) -> None:
+        if self.n != self._logged_n and self.n:
+            self._log()
+
+
+class _NullBar(_LogBar):
+    """Bar that reports nothing (``--no-progress``)."""
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+
+    def close(self) -> None:
         pass
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 @contextlib.contextmanager
 def progress_bar(total: int, desc: str, unit: str = "it", enabled: bool = True) -> Iterator[Any]:
-    """A tqdm bar on stderr (disabled when not wanted or stderr is not a terminal-like)."""
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a core dependency
-        bar: Any = _LogBar(total, desc)
+    """Yield an object with tqdm's ``update(n)``/``set_postfix_str``; see the module docstring."""
+    if not enabled or total <= 0:
+        bar: Any = _NullBar(total, desc)
+    elif not _is_terminal(sys.stderr):
+        bar = _LogBar(total, desc)
     else:
-        bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not enabled,
-                   dynamic_ncols=True, leave=False)
+        from tqdm import tqdm
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        with logging_redirect_tqdm(), tqdm(total=total, desc=desc, unit=unit, file=sys.stderr,
+                                           dynamic_ncols=True, leave=True) as tbar:
+            yield tbar
+        return
     try:
         yield bar
     finally:
