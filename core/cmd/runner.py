@@ -27,7 +27,13 @@ class RunSummary:
 
 def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
             debug: bool = False) -> RunSummary:
-    """Run every test case (one failing does not stop the others), then rank the rest."""
+    """Run every test case (one failing does not stop the others), then rank the rest.
+
+    The test split is read once up front: a malformed dataset raises :class:`DatasetError`
+    before any test case starts (and before any model is loaded).
+    """
+    samples = job.testenv.dataset.check_test_split()
+    logger.info("test set: %d sample(s) in %s", samples, job.testenv.dataset.test.path)
     cases = build_testcases(list(job.algorithms), job.workspace, job.name, fresh=fresh)
     outcomes = []
     for number, case in enumerate(cases, start=1):

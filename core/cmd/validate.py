@@ -18,7 +18,6 @@ from core.common.errors import IanvsError, suggest
 from core.common.plugin_loader import load_plugin
 from core.testcasecontroller.algorithm.config import ModuleSpec
 from core.testcasecontroller.metrics.calling import declared_columns, resolve_metric
-from core.testenvmanager.dataset.parsers import JsonlDataset
 
 
 def _check_hyperparameters(cls: Any, spec: ModuleSpec, source: Path) -> list[str]:
@@ -85,17 +84,8 @@ def validate_job(path: Path) -> tuple[list[str], list[str]]:
             hint = suggest(metric, columns) or f"metric columns: {', '.join(columns)}"
             problems.append(f"{job.source}: rank.sort_by metric {metric!r} is not produced "
                             f"by any testenv metric ({hint})")
-    test = job.testenv.dataset.parse("test", "inference")
     try:
-        if isinstance(test, JsonlDataset):
-            field = test.x_field
-            for line, record in test.numbered_records():
-                if field not in record:
-                    problems.append(f"{test.path}:{line}: record has no {field!r} field "
-                                    "(set dataset.x_field in testenv.yaml)")
-                    break
-        else:
-            test.num_examples()
+        job.testenv.dataset.check_test_split()
     except IanvsError as exc:
         problems.append(str(exc))
     return problems, list(job.warnings)

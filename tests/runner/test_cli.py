@@ -175,3 +175,16 @@ def test_rerun_replaces_rows_of_resumed_cases(toy: Path) -> None:
                    cwd=toy).returncode == 0
     rows = list(csv.DictReader((toy / "workspace/toyjob/rank/all_rank.csv").open()))
     assert len(rows) == 8  # fresh folders accumulate, as upstream re-runs did
+
+
+def test_bad_test_line_stops_the_job_before_any_test_case(toy: Path) -> None:
+    """A malformed dataset is one error up front, not one failure per test case."""
+    data = toy / "data" / "test.jsonl"
+    lines = data.read_text().splitlines()
+    lines[1] = lines[1][:-1]  # cut the closing brace of line 2
+    data.write_text("\n".join(lines) + "\n")
+    res = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", cwd=toy)
+    assert res.returncode == 1
+    assert re.search(r"data/test\.jsonl:2: invalid JSON", res.stderr), res.stderr
+    assert "Traceback" not in res.stderr
+    assert not list(toy.glob("workspace/toyjob/toy_alg/*"))  # no test case was started

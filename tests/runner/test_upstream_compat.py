@@ -25,3 +25,11 @@ def test_upstream_llm_example_runs_unchanged(tmp_path: Path) -> None:
     assert list(rows[0]) == ["rank", "algorithm", "acc", "paradigm", "basemodel", "time", "url"]
     assert rows[0]["acc"] == "0.6667" and rows[0]["basemodel"] == "gen"
     assert rows[0]["url"].startswith("./workspace/benchmarkingjob/comment_singletask_learning/")
+
+
+def test_upstream_llm_example_validates(tmp_path: Path) -> None:
+    """metadata.json test sets carry their own fields: x_field is not required of them."""
+    root = tmp_path / "ianvs"
+    shutil.copytree(FIXTURES / "upstream_llm", root / "examples" / "upstream_llm")
+    res = run_cli("validate", "-f", "./examples/upstream_llm/benchmarkingjob.yaml", cwd=root)
+    assert res.returncode == 0, res.stdout + res.stderr

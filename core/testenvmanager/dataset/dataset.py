@@ -76,6 +76,28 @@ class DatasetConfig:
             return TxtIndexDataset(source.path, data_type)
         raise DatasetError(f"format {source.fmt!r} cannot be parsed", source=source.path)
 
+    def check_test_split(self) -> int:
+        """Read the whole test split once, streamed; return its number of samples.
+
+        JSONL records (a ``jsonl`` index or data file) must parse and carry ``x_field``;
+        other formats are parsed whole. Run before any test case so a bad
+        line stops the job with one message instead of failing every test case.
+
+        Raises:
+            DatasetError: the first problem, naming file and line.
+        """
+        test = self.parse("test", "inference")
+        if self.test.fmt != "jsonl" or not isinstance(test, JsonlDataset):
+            return test.num_examples()  # other formats (metadata.json + data.jsonl too)
+        count = 0
+        for line, record in test.numbered_records():
+            if self.x_field not in record:
+                raise DatasetError(f"record has no {self.x_field!r} field", source=test.path,
+                                   line=line, hint="set dataset.x_field in testenv.yaml to the "
+                                                   "field holding the model input")
+            count += 1
+        return count
+
 
 def _source(section: Section, split: str) -> DatasetSource | None:
     for kind, key in (("index", f"{split}_index"), ("index", f"{split}_url"),
