@@ -36,7 +36,7 @@ setup(
         "embedded": EMBEDDED,
         "humaneval": HUMANEVAL,
         "plots": PLOTS,
-        "test": EMBEDDED + HUMANEVAL + PLOTS + ["pytest>=8", "hypothesis>=6.100"],
+        "test": EMBEDDED + HUMANEVAL + PLOTS + ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10"],
     },
     entry_points={"console_scripts": ["ianvs = core.cmd.benchmarking:cli"]},
 )

@@ -31,7 +31,8 @@ def _check_hyperparameters(cls: Any, spec: ModuleSpec, source: Path) -> list[str
     check = getattr(cls, "check_hyperparameters", None)
     accepted: list[str] | None = None
     if check is None and isinstance(cls, type):
-        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        init = cls.__dict__.get("__init__") or getattr(cls, "__init__")
+        params = list(inspect.signature(init).parameters.values())[1:]
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
             accepted = [p.name for p in params if p.kind in (
                 inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
@@ -74,9 +75,9 @@ def validate_job(path: Path) -> tuple[list[str], list[str]]:
             except IanvsError as exc:
                 problems.append(str(exc))
     columns: list[str] = []
-    for spec in job.testenv.metrics:
+    for metric_spec in job.testenv.metrics:
         try:
-            columns += declared_columns(resolve_metric(spec), spec)
+            columns += declared_columns(resolve_metric(metric_spec), metric_spec)
         except IanvsError as exc:
             problems.append(str(exc))
     for metric, _ in job.rank.sort_by:

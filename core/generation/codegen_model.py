@@ -132,13 +132,14 @@ class CodegenModel:
                 bar.update(1)
                 if streaming and len(got[gen.task_id]) >= expected[gen.task_id]:
                     samples = sorted(got[gen.task_id], key=lambda g: g.sample_index)
-                    pred = {"task_id": gen.task_id, "samples": [g.to_dict() for g in samples]}
+                    pred: dict[str, Any] = {"task_id": gen.task_id,
+                                            "samples": [g.to_dict() for g in samples]}
                     pos = position[gen.task_id]
                     results[pos] = pred
                     context.save(pos, pred)
         self.close()  # frees the embedded model's memory before execution starts
-        for pos, pred in enumerate(results):
-            if pred is None:
+        for pos, stored in enumerate(results):
+            if stored is None:
                 task_id = requests[pos].task_id
                 samples = sorted(got.get(task_id, []), key=lambda g: g.sample_index)
                 results[pos] = {"task_id": task_id, "samples": [g.to_dict() for g in samples]}

@@ -207,8 +207,8 @@ def run_bounded(func: Any, jobs: Iterable[tuple[GenerationRequest, int, str]],
     window = 2 * concurrency
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="gen") as pool:
         pending: set[Future[Generation]] = set()
-        for job in jobs:
-            pending.add(pool.submit(func, *job))
+        for request, index, key in jobs:
+            pending.add(pool.submit(func, request, index, key))
             if len(pending) >= window:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in done:

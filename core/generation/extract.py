@@ -154,8 +154,9 @@ def strip_example_usage(code: str) -> str:
     for node in tree.body:
         if _is_example_usage(node):
             start = node.lineno - 1
-            if getattr(node, "decorator_list", None):
-                start = min(d.lineno for d in node.decorator_list) - 1  # pragma: no cover
+            decorators: list[ast.expr] = getattr(node, "decorator_list", None) or []
+            if decorators:
+                start = min(d.lineno for d in decorators) - 1  # pragma: no cover
             end = node.end_lineno if node.end_lineno is not None else node.lineno
             drop.update(range(start, end))
     if not drop:
