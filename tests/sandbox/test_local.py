@@ -323,3 +323,13 @@ def test_timeout_kills_the_whole_process_group(executor) -> None:
     res = run_one(executor, program=program, test=CHECK_ADD, entry_point="add", timeout=0.8,
                   allow_subprocess=True)
     assert res.outcome is Outcome.TIMEOUT and res.timeout_s == 0.8 and res.exit_status == -9
+
+
+def test_custom_preload_keeps_the_harness_modules() -> None:
+    """A caller's own preload list replaces the default one but never the harness's needs,
+    and a module it leaves out is still importable by the request (at every isolation level)."""
+    with get_executor("local", workers=1, preload=["math"]) as ex:
+        res = probe(ex, "import statistics, typing\nreturn statistics.mean([1, 3]) == 2")
+        assert res.passed, (res.outcome, res.detail, res.stderr[-500:])
+        res = probe(ex, "import subprocess\nsubprocess.run(['true'])\nreturn True")
+        assert res.outcome is not Outcome.PASSED  # subprocesses are still blocked

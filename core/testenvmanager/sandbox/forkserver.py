@@ -44,9 +44,11 @@ _VERDICTS = frozenset({"passed", "failed", "error", "syntax_error", "memory_exce
 #: modules a request imports are pre-imported in the child before it drops privileges.
 DEFAULT_PRELOAD = (
     "bisect", "collections", "copy", "fractions", "functools", "hashlib", "heapq", "itertools",
-    "math", "operator", "random", "re", "string", "typing", "unicodedata", "_posixsubprocess",
-    "signal",
+    "math", "operator", "random", "re", "string", "typing", "unicodedata",
 )
+#: modules the harness itself needs in every child (it patches them before untrusted code runs,
+#: and the worker uid may not be able to import them later): always preloaded
+REQUIRED_PRELOAD = ("_posixsubprocess", "signal")
 #: never pre-imported with privileges (side effects, GUIs, or blocked by the audit policy anyway)
 _NO_PREIMPORT = frozenset({
     "antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "webbrowser", "ctypes",
@@ -794,7 +796,7 @@ def main() -> int:
     scratch = ""
     try:
         runner = _load_runner()
-        _preload(list(cfg.get("preload") or DEFAULT_PRELOAD), facts)
+        _preload([*(cfg.get("preload") or DEFAULT_PRELOAD), *REQUIRED_PRELOAD], facts)
         _preimport({"program": "import re"})  # compiles the import scanner once, in the server
         parent = cfg.get("scratch_parent") or _default_scratch_parent()
         path = os.path.join(parent, f"ianvs-sandbox-{os.getpid()}-{os.urandom(4).hex()}")

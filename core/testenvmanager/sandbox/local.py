@@ -81,7 +81,8 @@ class LocalExecutor(Executor):
         silently skipped (noted in ``facts``) where unavailable.
     preload:
         modules the fork server imports once before forking (default: a list of common stdlib
-        modules, see ``forkserver.DEFAULT_PRELOAD``); children get them for free.
+        modules, see ``forkserver.DEFAULT_PRELOAD``); children get them for free. The modules
+        the harness itself needs (``forkserver.REQUIRED_PRELOAD``) are always added.
     """
 
     name = "local"
