@@ -8,6 +8,7 @@ from core.cmd.job import JobConfig
 from core.storymanager.rank.rank import save_rank
 from core.storymanager.rank.types import RankFiles
 from core.storymanager.visualization.visualization import visualize
+from core.testcasecontroller.metrics.calling import check_metrics
 from core.testcasecontroller.testcase import CaseOutcome, build_testcases, run_testcase
 
 logger = logging.getLogger(__name__)
@@ -29,10 +30,12 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
             debug: bool = False) -> RunSummary:
     """Run every test case (one failing does not stop the others), then rank the rest.
 
-    The test split is read once up front: a malformed dataset raises :class:`DatasetError`
-    before any test case starts (and before any model is loaded).
+    The test split is read and the metrics are resolved once up front: a malformed dataset
+    or an unusable metric raises :class:`IanvsError` before any test case starts (and before
+    any model is loaded).
     """
     samples = job.testenv.dataset.check_test_split()
+    check_metrics(job.testenv.metrics)
     logger.info("test set: %d sample(s) in %s", samples, job.testenv.dataset.test.path)
     cases = build_testcases(list(job.algorithms), job.workspace, job.name, fresh=fresh)
     outcomes = []

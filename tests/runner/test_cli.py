@@ -188,3 +188,13 @@ def test_bad_test_line_stops_the_job_before_any_test_case(toy: Path) -> None:
     assert re.search(r"data/test\.jsonl:2: invalid JSON", res.stderr), res.stderr
     assert "Traceback" not in res.stderr
     assert not list(toy.glob("workspace/toyjob/toy_alg/*"))  # no test case was started
+
+
+def test_unknown_metric_stops_the_job_before_any_test_case(toy: Path) -> None:
+    env = toy / "testenv.yaml"
+    env.write_text(env.read_text().replace('name: "npred"', 'name: "npredd"'))
+    res = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", cwd=toy)
+    assert res.returncode == 1
+    assert "does not register 'npredd'" in res.stderr and "did you mean 'npred'" in res.stderr
+    assert res.stderr.count("ianvs: error") == 1 and "Traceback" not in res.stderr
+    assert not list(toy.glob("workspace/toyjob/toy_alg/*"))

@@ -1,6 +1,7 @@
 """``ianvs validate`` on the codegen example: hyperparameters are checked without a model."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,16 @@ def test_signature_check_for_plugins_without_their_own_check() -> None:
     assert "'alpah' is not a parameter of _Explicit.__init__" in problems[0]
     assert "did you mean 'alpha'" in problems[0]
     assert _check_hyperparameters(_AnyKwargs, spec, Path("alg.yaml")) == []
+
+
+def test_invalid_metric_parameter_is_one_clean_error(codegen_job, tmp_path: Path) -> None:
+    """``k: [0]`` is rejected by the metric's own check, named with testenv file and line."""
+    job = codegen_job('        - generator:\n            values: ["canonical"]\n')
+    env = job.parent / "testenv" / "testenv.yaml"
+    env.write_text(env.read_text().replace("k: [1]", "k: [0]"))
+    for args in (("validate", "-f", str(job)), ("-f", str(job), "--no-progress")):
+        res = run_cli(*args, cwd=tmp_path)
+        out = res.stdout + res.stderr
+        assert res.returncode == 1 and "Traceback" not in out, out
+        assert re.search(r"testenv\.yaml:\d+: metric 'pass_at_k': k must be a positive", out), out
+    assert not (tmp_path / "workspace").exists()

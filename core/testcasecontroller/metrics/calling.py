@@ -17,13 +17,13 @@ can check ``sort_by`` names.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from core.common.class_factory import ClassFactory, ClassType
-from core.common.errors import ConfigError, RegistryError, suggest
+from core.common.errors import ConfigError, IanvsError, RegistryError, suggest
 from core.common.plugin_loader import load_plugin
 from core.testcasecontroller.metrics.builtin import BUILTINS, SYSTEM_METRICS
 from core.testenvmanager.testenv.testenv import MetricSpec
@@ -95,11 +95,36 @@ def check_params(fn: Callable[..., Any], spec: MetricSpec) -> None:
 
 
 def declared_columns(fn: Callable[..., Any], spec: MetricSpec) -> list[str]:
-    """Rank columns a metric will produce: its ``columns(**params)`` or just its name."""
+    """Rank columns a metric will produce: its ``columns(**params)`` or just its name.
+
+    ``columns`` also validates the parameter values (e.g. ``k: [0]``), without any data.
+
+    Raises:
+        ConfigError: ``columns`` rejected the parameters (naming the testenv file and line).
+    """
     columns = getattr(fn, "columns", None)
-    if callable(columns):
+    if not callable(columns):
+        return [spec.name]
+    try:
         return list(columns(**spec.params))
-    return [spec.name]
+    except IanvsError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"metric {spec.name!r}: {exc}", source=spec.source, line=spec.line,
+                          hint="fix the metric's parameters in testenv.yaml") from exc
+
+
+def check_metrics(specs: Iterable[MetricSpec]) -> list[str]:
+    """Resolve every metric and its parameters once; return all rank columns they produce.
+
+    Raises:
+        IanvsError: the first metric that cannot be used (unknown alias, broken plugin file,
+            unaccepted or invalid parameter).
+    """
+    columns: list[str] = []
+    for spec in specs:
+        columns += [c for c in declared_columns(resolve_metric(spec), spec) if c not in columns]
+    return columns
 
 
 def call_metric(fn: Callable[..., Any], spec: MetricSpec, y_true: Any, y_pred: Any,
