@@ -198,3 +198,11 @@ def test_unknown_metric_stops_the_job_before_any_test_case(toy: Path) -> None:
     assert "does not register 'npredd'" in res.stderr and "did you mean 'npred'" in res.stderr
     assert res.stderr.count("ianvs: error") == 1 and "Traceback" not in res.stderr
     assert not list(toy.glob("workspace/toyjob/toy_alg/*"))
+
+
+def test_empty_test_set_is_an_error_not_an_empty_leaderboard(toy: Path) -> None:
+    (toy / "data" / "test.jsonl").write_text("\n\n")
+    res = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", cwd=toy)
+    assert res.returncode == 1
+    assert "test.jsonl: the test set has no samples" in res.stderr, res.stderr
+    assert not (toy / "workspace/toyjob/rank").exists()

@@ -84,18 +84,24 @@ class DatasetConfig:
         line stops the job with one message instead of failing every test case.
 
         Raises:
-            DatasetError: the first problem, naming file and line.
+            DatasetError: the first problem, naming file and line; or an empty test set (a
+                leaderboard over no samples would rank nothing).
         """
         test = self.parse("test", "inference")
         if self.test.fmt != "jsonl" or not isinstance(test, JsonlDataset):
-            return test.num_examples()  # other formats (metadata.json + data.jsonl too)
-        count = 0
-        for line, record in test.numbered_records():
-            if self.x_field not in record:
-                raise DatasetError(f"record has no {self.x_field!r} field", source=test.path,
-                                   line=line, hint="set dataset.x_field in testenv.yaml to the "
-                                                   "field holding the model input")
-            count += 1
+            count = test.num_examples()  # other formats (metadata.json + data.jsonl too)
+        else:
+            count = 0
+            for line, record in test.numbered_records():
+                if self.x_field not in record:
+                    raise DatasetError(f"record has no {self.x_field!r} field",
+                                       source=test.path, line=line,
+                                       hint="set dataset.x_field in testenv.yaml to the field "
+                                            "holding the model input")
+                count += 1
+        if count == 0:
+            raise DatasetError("the test set has no samples", source=self.test.path,
+                               hint=f"check '{self.test.key}' in testenv.yaml")
         return count
 
 
