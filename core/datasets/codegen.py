@@ -20,6 +20,7 @@ where ``code`` is a complete module (``Generation.code``).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
@@ -101,18 +102,28 @@ def read_codegen_jsonl(path: str | os.PathLike[str]) -> Iterator[CodegenTask]:
 
 
 def write_codegen_jsonl(tasks: Iterable[CodegenTask], out_path: str | os.PathLike[str]) -> int:
-    """Write tasks atomically (temp file + rename); returns the number written."""
+    """Write tasks atomically (temp file + rename); returns the number written.
+
+    Raises:
+        DatasetError: the output cannot be written (nothing is left behind).
+    """
     out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     count = 0
     try:
+        out.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as handle:
             for task in tasks:
                 handle.write(json.dumps(task.to_record(), ensure_ascii=False) + "\n")
                 count += 1
         os.replace(tmp, out)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise DatasetError(f"cannot write the dataset: {exc.strerror or exc}", source=out,
+                           hint="choose a writable output path") from exc
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
         raise
     return count

