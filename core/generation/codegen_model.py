@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.common.errors import ConfigError, suggest
+from core.common.errors import ConfigError, IanvsError, suggest
 from core.common.progress import progress_bar
 from core.generation import DEFAULT_GENERATOR, create_generator, generator_parameters
 from core.generation.base import Generator
@@ -131,19 +131,40 @@ class CodegenModel:
                 got[gen.task_id].append(gen)
                 bar.update(1)
                 if streaming and len(got[gen.task_id]) >= expected[gen.task_id]:
-                    samples = sorted(got[gen.task_id], key=lambda g: g.sample_index)
-                    pred: dict[str, Any] = {"task_id": gen.task_id,
-                                            "samples": [g.to_dict() for g in samples]}
                     pos = position[gen.task_id]
-                    results[pos] = pred
-                    context.save(pos, pred)
+                    results[pos] = self._finish(pos, got[gen.task_id], context)
         self.close()  # frees the embedded model's memory before execution starts
         for pos, stored in enumerate(results):
             if stored is None:
-                task_id = requests[pos].task_id
-                samples = sorted(got.get(task_id, []), key=lambda g: g.sample_index)
-                results[pos] = {"task_id": task_id, "samples": [g.to_dict() for g in samples]}
+                results[pos] = self._finish(pos, got.get(requests[pos].task_id, []), context,
+                                            task_id=requests[pos].task_id)
+        samples_made = [g for gens in got.values() for g in gens]
+        failed = [g for g in samples_made if g.error is not None]
+        if samples_made and len(failed) == len(samples_made):
+            raise IanvsError(f"generator {self.generator_name!r} produced no sample: all "
+                             f"{len(failed)} failed, e.g. {failed[0].task_id}: {failed[0].error}",
+                             hint="check the generator's hyperparameters (endpoint, model, "
+                                  "paths); nothing was stored, so the next run retries")
+        if failed:
+            logger.warning("%d of %d sample(s) could not be generated (counted as "
+                           "generation_error, never as model failures); their tasks are "
+                           "retried by the next run", len(failed), len(samples_made))
         return [r for r in results if r is not None]
+
+    @staticmethod
+    def _finish(pos: int, generations: Sequence[Generation], context: Any,
+                task_id: str | None = None) -> dict[str, Any]:
+        """The prediction of one task; stored now unless a sample failed to generate."""
+        samples = sorted(generations, key=lambda g: g.sample_index)
+        pred: dict[str, Any] = {"task_id": task_id or samples[0].task_id,
+                                "samples": [g.to_dict() for g in samples]}
+        if any(g.error is not None for g in samples):
+            retry_later = getattr(context, "retry_later", None)
+            if retry_later is not None:
+                retry_later(pos)
+        elif task_id is None:  # streamed: store at once; the rest is stored by the framework
+            context.save(pos, pred)
+        return pred
 
     def close(self) -> None:
         if self._generator is not None:

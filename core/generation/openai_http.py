@@ -63,6 +63,11 @@ class OpenAIGenerator(Generator):
             4); the rest are still applied client-side to raw completions.
         sleep: injectable sleep function (tests pass a recorder).
 
+    Failures: a sample whose request still fails after the retries gets ``error`` set (never
+    a model failure). If a sample fails only because the endpoint could not be connected to
+    and no request has ever reached it, the endpoint is taken as unreachable: the remaining
+    samples fail at once ("not sent") instead of each waiting through its retries.
+
     Raises:
         ConfigError: ``api_key_env`` names an unset variable, or bad numbers.
     """
@@ -99,6 +104,10 @@ class OpenAIGenerator(Generator):
         self._local = threading.local()
         self._sessions: list[requests.Session] = []
         self._sessions_lock = threading.Lock()
+        # circuit breaker: set when a sample failed only because the endpoint could not be
+        # reached and no sample has ever succeeded; later samples then fail at once
+        self._unreachable: str | None = None
+        self._reached = False
 
     def describe(self) -> dict[str, Any]:
         """Endpoint (sanitised), model and extra body fields; never the key."""
@@ -156,13 +165,19 @@ class OpenAIGenerator(Generator):
     def _post(self, url: str, body: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, int]:
         """POST with retries: (response json, error message, attempts made)."""
         last_error = "no attempt made"
+        never_connected = True
         for attempt in range(self.max_retries + 1):
             retry_after = None
             try:
                 resp = self._session().post(url, json=body, timeout=self.timeout_s)
-            except (requests.Timeout, requests.ConnectionError) as exc:
+            except requests.ConnectionError as exc:  # refused, DNS, connect timeout, reset
+                last_error = f"{type(exc).__name__}: {exc}"[:300]
+            except requests.Timeout as exc:  # connected, but no answer in time
+                never_connected = False
                 last_error = f"{type(exc).__name__}: {exc}"[:300]
             else:
+                never_connected = False
+                self._reached = True
                 if resp.status_code == 200:
                     try:
                         data = resp.json()
@@ -179,11 +194,18 @@ class OpenAIGenerator(Generator):
                 delay = self.backoff_delay(attempt, retry_after)
                 LOGGER.debug("retry %d/%d in %.2fs after %s", attempt + 1, self.max_retries, delay, last_error)
                 self._sleep(delay)
+        if never_connected and not self._reached:
+            self._unreachable = last_error
         return None, f"{last_error} (after {self.max_retries + 1} attempts)", self.max_retries + 1
 
     def _one(self, request: GenerationRequest, sample_index: int, key: str) -> Generation:
         path = "/completions" if request.mode == "complete" else "/chat/completions"
         started = time.perf_counter()
+        if self._unreachable is not None and not self._reached:
+            return Generation(task_id=request.task_id, sample_index=sample_index, raw_output="",
+                              code="", latency_s=0.0, key=key,
+                              error=f"not sent: {sanitize_url(self.base_url)} could not be "
+                                    f"reached ({self._unreachable})")
         data, error, _ = self._post(self.base_url + path, self._body(request, sample_index))
         latency = time.perf_counter() - started
         if data is None:

@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -105,9 +105,14 @@ class PredictionStore:
         for index, prediction in items:
             self.put(index, prediction)
 
-    def ordered(self) -> list[Any]:
-        """All predictions in dataset order (every index must be done)."""
-        return [self.done[i] for i in range(len(self.keys))]
+    def ordered(self, provisional: Mapping[int, Any] | None = None) -> list[Any]:
+        """All predictions in dataset order; ``provisional`` fills indices not stored.
+
+        Raises:
+            KeyError: an index is neither stored nor provisional.
+        """
+        extra = provisional or {}
+        return [self.done[i] if i in self.done else extra[i] for i in range(len(self.keys))]
 
     def close(self) -> None:
         self._handle.close()

@@ -190,6 +190,35 @@ def test_connection_refused_is_an_error_sample() -> None:
     assert "ConnectionError" in gen.error and len(sleeps) == 1
 
 
+def test_unreachable_endpoint_fails_the_remaining_samples_at_once() -> None:
+    """Nothing listens on port 9: the first sample retries, the others are not sent."""
+    sleeps: list[float] = []
+    client = _client("http://127.0.0.1:9/v1", sleeps, max_retries=2, concurrency=1)
+    first, second = list(client.generate(_reqs()))
+    assert "ConnectionError" in first.error and "after 3 attempts" in first.error
+    assert second.error.startswith("not sent: http://127.0.0.1:9/v1 could not be reached")
+    assert len(sleeps) == 2  # only the first sample waited through its retries
+
+
+def test_endpoint_lost_after_success_keeps_retrying_each_sample() -> None:
+    """Once the endpoint answered, a later outage is retried per sample (not cut short)."""
+    script = Script()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(script))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    sleeps: list[float] = []
+    client = _client(url, sleeps, max_retries=1, concurrency=1)
+    (ok,) = list(client.generate(_reqs()[:1]))
+    assert ok.ok
+    httpd.shutdown()
+    httpd.server_close()
+    client.close()  # drop the kept-alive connection: the next request must reconnect
+    (lost,) = list(client.generate(_reqs()[1:]))
+    assert "ConnectionError" in lost.error and "after 2 attempts" in lost.error
+    assert len(sleeps) == 1
+
+
 def test_concurrency_and_chat_mode(server: tuple[str, Script]) -> None:
     url, script = server
     script.plan = [(200, {}, 0.3)] * 8

@@ -47,6 +47,7 @@ class PredictContext:
         save: ``save(position, prediction)`` stores the prediction of ``x[position]``
             durably at once; a killed run will not redo it.
         show_progress: whether progress bars are wanted.
+        retry: positions marked with :meth:`retry_later`.
     """
 
     indices: list[int]
@@ -55,6 +56,12 @@ class PredictContext:
     save: Callable[[int, Any], None]
     show_progress: bool = True
     saved: set[int] = field(default_factory=set)
+    retry: set[int] = field(default_factory=set)
+
+    def retry_later(self, position: int) -> None:
+        """Use the returned prediction of ``x[position]`` in this run's metrics but do not
+        store it, so the next run asks for it again (e.g. it holds an infrastructure error)."""
+        self.retry.add(position)
 
 
 @dataclass
@@ -118,15 +125,19 @@ def run_singletask(inp: SingleTaskInputs) -> tuple[list[Any], dict[str, Any]]:
             else None
         os.environ["RESULT_SAVED_URL"] = str(inp.case_dir / "output" / "inference") + os.sep
         _call_optional(model, "load", path if path is not None else inp.initial_model_url)
-        _predict(model, inp, store, pending)
+        provisional = _predict(model, inp, store, pending)
         info["predict_seconds"] = time.perf_counter() - started
-        return store.ordered(), info
+        if provisional:
+            logger.warning("%d prediction(s) are not stored and will be retried by the next "
+                           "run (see the model's warnings)", len(provisional))
+        return store.ordered(provisional), info
     finally:
         store.close()
 
 
 def _predict(model: Any, inp: SingleTaskInputs, store: PredictionStore,
-             pending: list[int]) -> None:
+             pending: list[int]) -> dict[int, Any]:
+    """Call predict on the pending samples; return the predictions not stored (by index)."""
     predict = getattr(model, "predict", None)
     if predict is None:
         raise PluginError(f"{type(model).__name__} has no predict method",
@@ -146,8 +157,9 @@ def _predict(model: Any, inp: SingleTaskInputs, store: PredictionStore,
         data = subset(inp.test, pending) if as_object else inp.test.x[np.asarray(pending)]
         result = list(predict(data, context=ctx))
         _check_count(model, result, len(pending))
-        store.put_many((pending[i], p) for i, p in enumerate(result) if i not in ctx.saved)
-        return
+        store.put_many((pending[i], p) for i, p in enumerate(result)
+                       if i not in ctx.saved and i not in ctx.retry)
+        return {pending[i]: result[i] for i in sorted(ctx.retry)}
     size = inp.predict_chunk_size or (len(pending) if as_object else 1)
     chunks = [pending[i:i + size] for i in range(0, len(pending), size)]
     with progress_bar(total=len(pending), desc="predict", unit="sample",
@@ -159,6 +171,7 @@ def _predict(model: Any, inp: SingleTaskInputs, store: PredictionStore,
             _check_count(model, result, len(chunk))
             store.put_many(zip(chunk, result))
             bar.update(len(chunk))
+    return {}
 
 
 def _check_count(model: Any, result: list[Any], expected: int) -> None:
