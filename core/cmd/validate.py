@@ -2,13 +2,13 @@
 
 Checks: the three YAML kinds parse and validate; every module url imports and registers
 its alias in the right group; every hyperparameter combination is accepted by its module
-(``check_hyperparameters`` or the ``__init__`` signature); every metric resolves and accepts its extra keys; every
-``sort_by`` metric is a column some metric produces; the test set exists and every line
-parses (JSONL records are streamed and must carry ``x_field``).
+(``check_hyperparameters`` or the ``__init__`` signature); every metric resolves and accepts
+its extra keys; every ``sort_by`` metric is a column some metric produces; the test set
+exists, is not empty and every line parses (JSONL records are streamed and must carry
+``x_field``).
 """
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +16,9 @@ from core.cmd.job import load_job
 from core.common.class_factory import ClassFactory
 from core.common.errors import IanvsError, suggest
 from core.common.plugin_loader import load_plugin
+from core.common.signatures import keyword_parameters
 from core.testcasecontroller.algorithm.config import ModuleSpec
-from core.testcasecontroller.metrics.calling import declared_columns, resolve_metric
+from core.testcasecontroller.metrics.calling import check_metrics
 
 
 def _check_hyperparameters(cls: Any, spec: ModuleSpec, source: Path) -> list[str]:
@@ -31,11 +32,9 @@ def _check_hyperparameters(cls: Any, spec: ModuleSpec, source: Path) -> list[str
     check = getattr(cls, "check_hyperparameters", None)
     accepted: list[str] | None = None
     if check is None and isinstance(cls, type):
-        init = cls.__dict__.get("__init__") or getattr(cls, "__init__")
-        params = list(inspect.signature(init).parameters.values())[1:]
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-            accepted = [p.name for p in params if p.kind in (
-                inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+        takes = keyword_parameters(cls)
+        if not takes.takes_any:
+            accepted = list(takes.accepted)
     for hps in spec.variants:
         message = None
         if check is not None:
@@ -77,7 +76,7 @@ def validate_job(path: Path) -> tuple[list[str], list[str]]:
     columns: list[str] = []
     for metric_spec in job.testenv.metrics:
         try:
-            columns += declared_columns(resolve_metric(metric_spec), metric_spec)
+            columns += check_metrics([metric_spec])
         except IanvsError as exc:
             problems.append(str(exc))
     for metric, _ in job.rank.sort_by:

@@ -22,10 +22,11 @@ LOG_INTERVAL_S = 10.0
 
 
 class _LogBar:
-    """Bar for non-terminals: a log line at most every ``interval`` seconds and at the end."""
+    """Bar for non-terminals: a log line at most every ``LOG_INTERVAL_S`` and at the end."""
 
-    def __init__(self, total: int, desc: str, interval: float = LOG_INTERVAL_S) -> None:
-        self.total, self.desc, self.n, self.interval = total, desc, 0, interval
+    def __init__(self, total: int, desc: str) -> None:
+        self.total, self.desc, self.n = total, desc, 0
+        self.interval = LOG_INTERVAL_S  # read now, not at import: settable at run time
         self._last = time.monotonic()
         self._logged_n = -1
 

@@ -117,13 +117,11 @@ def write_codegen_jsonl(tasks: Iterable[CodegenTask], out_path: str | os.PathLik
                 handle.write(json.dumps(task.to_record(), ensure_ascii=False) + "\n")
                 count += 1
         os.replace(tmp, out)
-    except OSError as exc:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        raise DatasetError(f"cannot write the dataset: {exc.strerror or exc}", source=out,
-                           hint="choose a writable output path") from exc
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise DatasetError(f"cannot write the dataset: {exc.strerror or exc}", source=out,
+                               hint="choose a writable output path") from exc
         raise
     return count

@@ -19,11 +19,11 @@ a plugin adds a generator with ``@ClassFactory.register(ClassType.GENERATOR, ali
 """
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from core.common.class_factory import ClassFactory, ClassType
 from core.common.errors import ConfigError, RegistryError, suggest
+from core.common.signatures import KeywordParameters, keyword_parameters
 from core.generation.base import Generator
 from core.generation.cache_key import cached_generate, sample_key
 from core.generation.types import DecodingSettings, Generation, GenerationRequest
@@ -51,21 +51,15 @@ def generator_class(name: str) -> type[Generator]:
     return ClassFactory.get_cls(ClassType.GENERATOR, name)  # type: ignore[no-any-return]
 
 
-def generator_parameters(name: str) -> tuple[list[str], list[str], bool]:
-    """``(accepted, required, takes_any)`` keyword parameters of generator ``name``'s constructor.
+def generator_parameters(name: str) -> KeywordParameters:
+    """Keyword parameters of generator ``name``'s constructor.
 
     Imports the generator's module but builds nothing (no model is loaded).
 
     Raises:
         RegistryError: unknown name (with suggestions).
     """
-    cls = generator_class(name)
-    params = list(inspect.signature(cls.__init__).parameters.values())[1:]  # drop self
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    accepted = [p.name for p in params if p.kind in kinds]
-    required = [p.name for p in params if p.kind in kinds and p.default is inspect.Parameter.empty]
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-    return accepted, required, takes_any
+    return keyword_parameters(generator_class(name))
 
 
 def create_generator(name: str = DEFAULT_GENERATOR, **params: Any) -> Generator:
@@ -83,5 +77,6 @@ def create_generator(name: str = DEFAULT_GENERATOR, **params: Any) -> Generator:
 
 __all__ = [
     "DEFAULT_GENERATOR", "GENERATORS", "DecodingSettings", "Generation", "GenerationRequest",
-    "Generator", "cached_generate", "create_generator", "generator_class", "generator_parameters", "sample_key",
+    "Generator", "cached_generate", "create_generator", "generator_class", "generator_parameters",
+    "sample_key",
 ]

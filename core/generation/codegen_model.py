@@ -77,9 +77,10 @@ class CodegenModel:
             raise ConfigError(f"bad decoding hyperparameters: {exc}") from exc
         if mode not in ("complete", "chat"):
             raise ConfigError(f"mode must be 'complete' or 'chat', got {mode!r}")
-        accepted, required, takes_any = generator_parameters(generator)
+        takes = generator_parameters(generator)
+        accepted = list(takes.accepted)
         unknown = sorted(set(params) - set(accepted))
-        if unknown and not takes_any:
+        if unknown and not takes.takes_any:
             own = ["generator", "mode", *DECODING_KEYS]
             raise ConfigError(
                 f"hyperparameter {unknown[0]!r} is not used by the codegen model nor by "
@@ -87,7 +88,7 @@ class CodegenModel:
                 hint=suggest(unknown[0], own + accepted)
                 or f"the model takes {', '.join(own)}; generator {generator!r} takes "
                    f"{', '.join(accepted) or 'nothing'}")
-        missing = [name for name in required if name not in params]
+        missing = [name for name in takes.required if name not in params]
         if missing:
             raise ConfigError(f"generator {generator!r} needs hyperparameter {missing[0]!r}",
                               hint=f"add '- {missing[0]}: {{values: [...]}}' to the module's "
@@ -132,12 +133,12 @@ class CodegenModel:
                 bar.update(1)
                 if streaming and len(got[gen.task_id]) >= expected[gen.task_id]:
                     pos = position[gen.task_id]
-                    results[pos] = self._finish(pos, got[gen.task_id], context)
+                    results[pos] = self._finish(pos, gen.task_id, got[gen.task_id], context)
         self.close()  # frees the embedded model's memory before execution starts
         for pos, stored in enumerate(results):
             if stored is None:
-                results[pos] = self._finish(pos, got.get(requests[pos].task_id, []), context,
-                                            task_id=requests[pos].task_id)
+                task_id = requests[pos].task_id
+                results[pos] = self._finish(pos, task_id, got.get(task_id, []), context)
         samples_made = [g for gens in got.values() for g in gens]
         failed = [g for g in samples_made if g.error is not None]
         if samples_made and len(failed) == len(samples_made):
@@ -152,17 +153,15 @@ class CodegenModel:
         return [r for r in results if r is not None]
 
     @staticmethod
-    def _finish(pos: int, generations: Sequence[Generation], context: Any,
-                task_id: str | None = None) -> dict[str, Any]:
-        """The prediction of one task; stored now unless a sample failed to generate."""
+    def _finish(pos: int, task_id: str, generations: Sequence[Generation],
+                context: Any) -> dict[str, Any]:
+        """The prediction of one task: stored at once, or, when a sample failed to generate,
+        left for the next run to ask again."""
         samples = sorted(generations, key=lambda g: g.sample_index)
-        pred: dict[str, Any] = {"task_id": task_id or samples[0].task_id,
-                                "samples": [g.to_dict() for g in samples]}
+        pred: dict[str, Any] = {"task_id": task_id, "samples": [g.to_dict() for g in samples]}
         if any(g.error is not None for g in samples):
-            retry_later = getattr(context, "retry_later", None)
-            if retry_later is not None:
-                retry_later(pos)
-        elif task_id is None:  # streamed: store at once; the rest is stored by the framework
+            context.retry_later(pos)
+        else:
             context.save(pos, pred)
         return pred
 

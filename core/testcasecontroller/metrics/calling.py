@@ -16,7 +16,6 @@ can check ``sort_by`` names.
 """
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 from core.common.class_factory import ClassFactory, ClassType
 from core.common.errors import ConfigError, IanvsError, RegistryError, suggest
 from core.common.plugin_loader import load_plugin
+from core.common.signatures import keyword_parameters
 from core.testcasecontroller.metrics.builtin import BUILTINS, SYSTEM_METRICS
 from core.testenvmanager.testenv.testenv import MetricSpec
 
@@ -74,18 +74,9 @@ def resolve_metric(spec: MetricSpec) -> Callable[..., Any]:
     return fn
 
 
-def _accepts(fn: Callable[..., Any]) -> tuple[set[str], bool]:
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return set(), True
-    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    return names, any(p.kind is p.VAR_KEYWORD for p in params)
-
-
 def check_params(fn: Callable[..., Any], spec: MetricSpec) -> None:
     """Insist that ``fn`` accepts every extra key of its testenv entry."""
-    names, _ = _accepts(fn)
+    names = set(keyword_parameters(fn).accepted)
     for key in spec.params:
         if key not in names:
             raise ConfigError(f"metric {spec.name!r} does not accept parameter {key!r}",
@@ -133,7 +124,7 @@ def call_metric(fn: Callable[..., Any], spec: MetricSpec, y_true: Any, y_pred: A
     if spec.name in SYSTEM_METRICS:
         value = fn(system_metric_info)
     else:
-        names, _ = _accepts(fn)
+        names = set(keyword_parameters(fn).accepted)
         kwargs = dict(spec.params)
         if "context" in names:
             kwargs["context"] = context
