@@ -1,10 +1,11 @@
-"""Shared fixtures for the sandbox tests: one warm executor per session (strongest isolation)."""
+"""Shared fixtures for the sandbox tests: warm executors per session (strongest isolation)."""
 
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -12,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from core.testenvmanager.sandbox import ExecRequest, get_executor  # noqa: E402
+from core.testenvmanager.sandbox import ExecRequest, Executor, get_executor  # noqa: E402
 
 #: worker uids of the session executor (distinct from the default 61000 so that survivor checks
 #: are not confused by other executors running on the same machine)
@@ -21,25 +22,60 @@ TEST_UID_BASE = 62000
 SECRET = "sk-test-DO-NOT-LEAK-0123456789"
 
 
-@pytest.fixture(scope="session")
-def executor():
-    """Session executor, started while fake secrets sit in the caller's environment (they are
-    removed again right after start-up so other test modules never see them)."""
-    saved = {key: os.environ.get(key) for key in ("OPENAI_API_KEY", "GITHUB_TOKEN")}
-    os.environ.update({key: SECRET for key in saved})
+def _options() -> dict:
     # SANDBOX_TEST_OPTIONS="drop_uid=0,netns=0" runs the suite at a lower isolation level
     options: dict = {}
     for item in filter(None, os.environ.get("SANDBOX_TEST_OPTIONS", "").split(",")):
         key, _, value = item.partition("=")
         options[key.strip()] = value.strip() not in ("0", "false", "no")
+    return options
+
+
+def _with_secrets(factory: Callable[[], Executor]) -> Executor:
+    """Start an executor while fake secrets sit in the caller's environment (removed again right
+    after start-up so other test modules never see them)."""
+    saved = {key: os.environ.get(key) for key in ("OPENAI_API_KEY", "GITHUB_TOKEN")}
+    os.environ.update({key: SECRET for key in saved})
     try:
-        ex = get_executor("local", workers=2, uid_base=TEST_UID_BASE, **options)
+        return factory()
     finally:
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+#: Every backend the hostile suite runs against, from one parametrised definition: name ->
+#: factory(**extra options). A new backend (docker, dask, ...) adds its entry here and every
+#: hostile test runs against it too.
+BACKENDS: dict[str, Callable[..., Executor]] = {
+    "local": lambda **extra: get_executor("local", **{"workers": 2, "uid_base": TEST_UID_BASE,
+                                                      **_options(), **extra}),
+}
+
+
+@pytest.fixture(scope="session")
+def executor():
+    """Session executor of the ``local`` backend (strongest isolation this host grants)."""
+    ex = _with_secrets(BACKENDS["local"])
+    yield ex
+    ex.close()
+
+
+@pytest.fixture(scope="session", params=sorted(BACKENDS))
+def backend(request):
+    """One warm executor per registered backend (the hostile suite is parametrised over them)."""
+    ex = _with_secrets(BACKENDS[request.param])
+    yield ex
+    ex.close()
+
+
+@pytest.fixture(scope="session", params=sorted(BACKENDS))
+def bare_backend(request):
+    """Per backend, an executor with the interpreter-level policy (audit hook) switched off:
+    what it still refuses is refused by the kernel walls alone."""
+    ex = _with_secrets(lambda: BACKENDS[request.param](audit_hook=False, uid_base=TEST_UID_BASE + 8))
     yield ex
     ex.close()
 

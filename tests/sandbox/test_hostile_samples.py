@@ -20,14 +20,22 @@ from .conftest import CHECK_ADD, GOOD_PROGRAM, SECRET, TEST_UID_BASE, assert_ali
 WRONG = "def add(a, b):\n    return a - b\n"
 
 
+TIERS = ("boundary", "in_process")
+
+
 @dataclass
 class Case:
+    """A hostile sample. ``expected`` is one outcome, or one per grading tier."""
+
     name: str
     program: str
-    expected: Outcome
+    expected: Outcome | dict[str, Outcome]
     test: str = CHECK_ADD
     extra: dict = field(default_factory=dict)
     post: Callable | None = None
+
+    def outcome_for(self, tier: str) -> Outcome:
+        return self.expected[tier] if isinstance(self.expected, dict) else self.expected
 
 
 def _no_file(path: str) -> Callable:
@@ -113,16 +121,20 @@ CASES = [
          "os.close(os.open('ianvs_pwned4.txt', os.O_WRONLY | os.O_CREAT, dir_fd=fd))\n",
          Outcome.SANDBOX_VIOLATION, post=_no_file("/tmp/ianvs_pwned4.txt")),
     Case("mkdir_dir_fd_escape", "import os\nos.mkdir('ianvs_pwned5', dir_fd=3)\n", Outcome.SANDBOX_VIOLATION),
+    # unix sockets are refused by the kernel (seccomp: EACCES on socket(AF_UNIX)); socketpair works
     Case("unix_socket_outside", "import socket\ns = socket.socket(socket.AF_UNIX)\n"
-         "s.connect('/var/run/docker.sock')\n", Outcome.SANDBOX_VIOLATION),
+         "s.connect('/var/run/docker.sock')\n", Outcome.ERROR,
+         post=lambda r: "Permission denied" in r.detail or pytest.fail(r.detail)),
     Case("unix_socket_abstract", "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('\\0ianvs')\n",
-         Outcome.SANDBOX_VIOLATION),
+         Outcome.ERROR),
     Case("raw_socket", "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_RAW, 1)\n",
          Outcome.SANDBOX_VIOLATION),
     Case("crafted_code_object",
          "def add(a, b):\n    return a + b\nadd.__code__ = add.__code__.replace(co_consts=(None,))\n",
          Outcome.SANDBOX_VIOLATION),
-    Case("unix_socket_inside_ok", "import socket\ns = socket.socket(socket.AF_UNIX)\ns.bind('sock')\n"
+    Case("unix_socket_inside_refused", "import socket\ns = socket.socket(socket.AF_UNIX)\ns.bind('sock')\n"
+         + GOOD_PROGRAM, Outcome.ERROR),
+    Case("socketpair_ok", "import socket\na, b = socket.socketpair()\na.send(b'x')\nassert b.recv(1) == b'x'\n"
          + GOOD_PROGRAM, Outcome.PASSED),
     Case("chdir_escape", "import os\nos.chdir('/tmp')\n", Outcome.SANDBOX_VIOLATION),
     Case("write_inside_workdir_ok", "open('scratch.txt', 'w').write('fine')\n" + GOOD_PROGRAM, Outcome.PASSED),
@@ -142,7 +154,8 @@ CASES = [
     Case("print_forged_success", "print('passed')\nprint('All tests passed! 1/1 OK')\n" + WRONG, Outcome.FAILED),
     Case("forge_record_on_result_fd",
          "import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'0' * 32 + b' passed 0.0 \\n')\n"
-         "    except OSError:\n        pass\nos._exit(0)\n", Outcome.SANDBOX_VIOLATION),
+         "    except OSError:\n        pass\nos._exit(0)\n",
+         {"boundary": Outcome.ERROR, "in_process": Outcome.SANDBOX_VIOLATION}),
     Case("close_result_fd", "import os\nfor fd in range(3, 64):\n    try:\n        os.close(fd)\n"
          "    except OSError:\n        pass\n" + GOOD_PROGRAM, Outcome.ERROR),
     Case("atexit_forgery", "import atexit, os\natexit.register(lambda: os.write(1, b'passed'))\n" + WRONG,
@@ -195,26 +208,28 @@ CASES = [
     Case("thread_outlives_check", "import threading, time\n"
          "threading.Thread(target=lambda: time.sleep(60), daemon=False).start()\n" + GOOD_PROGRAM,
          Outcome.PASSED, post=_fast(3.0)),
-    Case("always_equal_return_object",  # residual risk, pinned so it is visible: see docs/sandbox.md
+    Case("always_equal_return_object",  # in-process: residual risk, pinned so it is visible
          "class E:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return E()\n",
-         Outcome.PASSED),
+         {"boundary": Outcome.ERROR, "in_process": Outcome.PASSED}),
 ]
 
 
+@pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_hostile_sample(executor, case: Case) -> None:
-    res = run_one(executor, id=case.name, program=case.program, test=case.test, entry_point="add",
-                  **case.extra)
-    assert res.outcome is case.expected, (res.outcome, res.detail, res.stderr[-500:])
+def test_hostile_sample(backend, case: Case, tier: str) -> None:
+    res = run_one(backend, id=case.name, program=case.program, test=case.test, entry_point="add",
+                  grading=tier, **case.extra)
+    assert res.outcome is case.outcome_for(tier), (res.outcome, res.detail, res.stderr[-500:])
+    assert res.grading.value == tier
     if case.post is not None:
-        if executor.isolation < IsolationLevel.FULL and case.name in (
+        if backend.isolation < IsolationLevel.FULL and case.name in (
                 "fork_bomb_contained", "sleeping_children_outlive_parent", "background_popen_sleep"):
             pytest.skip("survivor checks need per-worker uids (isolation=full)")
         case.post(res)
-    assert_alive(executor)
+    assert_alive(backend)
 
 
-def test_hostile_unittest_rewrites_test_file(executor) -> None:
+def test_hostile_unittest_rewrites_test_file(backend) -> None:
     """A solution that deletes/rewrites the test file at import time is still graded by the real tests."""
     solution = ("import os\nfor name in os.listdir('.'):\n    if name.startswith('test_'):\n"
                 "        try:\n            os.remove(name)\n        except OSError:\n            pass\n"
@@ -222,24 +237,24 @@ def test_hostile_unittest_rewrites_test_file(executor) -> None:
                 "def add(a, b):\n    return a - b\n")
     tests = ("import unittest\nfrom solution import add\nclass T(unittest.TestCase):\n"
              "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")
-    res = run_one(executor, mode="unittest", files={"solution.py": solution, "test_solution.py": tests})
+    res = run_one(backend, mode="unittest", files={"solution.py": solution, "test_solution.py": tests})
     assert res.outcome is Outcome.FAILED, (res.outcome, res.detail)
-    assert_alive(executor)
+    assert_alive(backend)
 
 
-def test_hostile_unittest_monkeypatches_framework(executor) -> None:
+def test_hostile_unittest_monkeypatches_framework(backend) -> None:
     """Patching unittest at import time of the solution is undone before the tests run."""
     solution = ("import unittest\nunittest.TestCase.assertEqual = lambda self, a, b, msg=None: None\n"
                 "unittest.TestCase.run = lambda self, result=None: None\n"
                 "def add(a, b):\n    return a - b\n")
     tests = ("import unittest\nfrom solution import add\nclass T(unittest.TestCase):\n"
              "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")
-    res = run_one(executor, mode="unittest", files={"solution.py": solution, "test_solution.py": tests})
+    res = run_one(backend, mode="unittest", files={"solution.py": solution, "test_solution.py": tests})
     assert res.outcome is Outcome.FAILED, (res.outcome, res.detail)
-    assert_alive(executor)
+    assert_alive(backend)
 
 
-def test_hostile_batch_does_not_disturb_neighbours(executor) -> None:
+def test_hostile_batch_does_not_disturb_neighbours(backend) -> None:
     """Hostile samples running concurrently with honest ones do not change the honest verdicts."""
     from core.testenvmanager.sandbox import ExecRequest
 
@@ -248,12 +263,12 @@ def test_hostile_batch_does_not_disturb_neighbours(executor) -> None:
         reqs.append(ExecRequest(id=f"ok{i}", program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add"))
         reqs.append(ExecRequest(id=f"bad{i}", program="import os\nos.kill(os.getppid(), 9)\n",
                                 test=CHECK_ADD, entry_point="add"))
-    results = {r.id: r for r in executor.run(reqs)}
+    results = {r.id: r for r in backend.run(reqs)}
     assert all(results[f"ok{i}"].passed for i in range(6))
     assert all(results[f"bad{i}"].outcome is Outcome.SANDBOX_VIOLATION for i in range(6))
 
 
-def test_hostile_unittest_patches_result_class(executor) -> None:
+def test_hostile_unittest_patches_result_class(backend) -> None:
     """Patching the harness's result class (found via __subclasses__) at import time is undone."""
     solution = ("import unittest\nfor cls in unittest.TestResult.__subclasses__():\n"
                 "    cls.addFailure = lambda self, test, err: None\n"
@@ -262,5 +277,5 @@ def test_hostile_unittest_patches_result_class(executor) -> None:
                 "def add(a, b):\n    return a - b\n")
     tests = ("import unittest\nfrom solution import add\nclass T(unittest.TestCase):\n"
              "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")
-    res = run_one(executor, mode="unittest", files={"solution.py": solution, "test_solution.py": tests})
+    res = run_one(backend, mode="unittest", files={"solution.py": solution, "test_solution.py": tests})
     assert res.outcome is Outcome.FAILED, (res.outcome, res.detail)

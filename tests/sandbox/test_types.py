@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.testenvmanager.sandbox import ExecMode, ExecRequest, ExecResult, IsolationLevel, Outcome
+from core.testenvmanager.sandbox import (ExecMode, ExecRequest, ExecResult, GradingTier,
+                                         IsolationLevel, Outcome)
 
 
 def test_outcome_taxonomy_is_fixed() -> None:
@@ -18,12 +19,14 @@ def test_outcome_taxonomy_is_fixed() -> None:
 
 
 def test_isolation_levels_are_ordered_and_parse() -> None:
-    assert IsolationLevel.NONE < IsolationLevel.PROCESS < IsolationLevel.NETNS < IsolationLevel.FULL
+    assert (IsolationLevel.NONE < IsolationLevel.PROCESS < IsolationLevel.NETNS
+            < IsolationLevel.KERNEL < IsolationLevel.FULL)
     assert IsolationLevel.parse("NetNS") is IsolationLevel.NETNS
-    assert IsolationLevel.parse(3) is IsolationLevel.FULL
+    assert IsolationLevel.parse("kernel") is IsolationLevel.KERNEL
+    assert IsolationLevel.parse(4) is IsolationLevel.FULL
     assert IsolationLevel.parse(IsolationLevel.PROCESS) is IsolationLevel.PROCESS
     assert str(IsolationLevel.FULL) == "full"
-    with pytest.raises(ValueError, match="expected one of none, process, netns, full"):
+    with pytest.raises(ValueError, match="expected one of none, process, netns, kernel, full"):
         IsolationLevel.parse("docker")
 
 
@@ -45,12 +48,30 @@ def test_request_validation(kwargs: dict, message: str) -> None:
         ExecRequest(**base)
 
 
-def test_request_wire_form_and_mode_coercion() -> None:
+def test_request_payloads_split_program_from_test() -> None:
+    """The boundary tier hands the program only to the candidate and the test only to the judge;
+    the metadata a scheduler keeps holds no code."""
+    req = ExecRequest(id="a", program="def f(): pass", test="def check(c): pass", entry_point="f",
+                      helpers="H = 1", files={"d.txt": "x"}, metadata={"k": 1})
+    assert req.tier is GradingTier.BOUNDARY
+    meta, parts = req.payloads()
+    assert set(parts) == {"cand", "judge"} and meta["grading"] == "boundary"
+    assert "check" not in str(parts["cand"]) and "H = 1" not in str(parts["cand"])
+    assert "def f" not in str(parts["judge"]) and parts["judge"]["helpers"] == "H = 1"
+    assert parts["cand"]["files"] == {"d.txt": "x"}
+    assert "def" not in str(meta) and "metadata" not in str(parts)
+
+
+def test_request_grading_tiers_and_mode_coercion() -> None:
     req = ExecRequest(id="a", mode="unittest", files={"pkg/test_a.py": "x"}, metadata={"k": 1})
-    assert req.mode is ExecMode.UNITTEST
-    wire = req.to_wire()
-    assert wire["mode"] == "unittest" and wire["files"] == {"pkg/test_a.py": "x"}
-    assert "metadata" not in wire
+    assert req.mode is ExecMode.UNITTEST and req.tier is GradingTier.IN_PROCESS
+    meta, parts = req.payloads()
+    assert set(parts) == {"single"} and parts["single"]["files"] == {"pkg/test_a.py": "x"}
+    assert ExecRequest(id="b", program="x", entry_point="f", grading="in_process").tier is GradingTier.IN_PROCESS
+    with pytest.raises(ValueError, match="boundary grading needs function mode"):
+        ExecRequest(id="c", program="x", mode="script", grading="boundary")
+    with pytest.raises(ValueError):
+        ExecRequest(id="d", program="x", entry_point="f", grading="outside")
 
 
 def test_result_to_dict_uses_plain_strings() -> None:
@@ -64,7 +85,7 @@ def test_result_to_dict_uses_plain_strings() -> None:
 @given(st.text(min_size=1, max_size=30), st.floats(min_value=1e-3, max_value=1e4))
 def test_request_accepts_any_id_and_positive_timeout(rid: str, timeout: float) -> None:
     req = ExecRequest(id=rid, program="pass", entry_point="f", timeout=timeout)
-    assert req.to_wire()["id"] == rid and req.to_wire()["timeout"] == timeout
+    assert req.id == rid and req.payloads()[0]["timeout"] == timeout
 
 
 def test_outcome_values_round_trip() -> None:

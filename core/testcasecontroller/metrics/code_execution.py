@@ -65,6 +65,7 @@ class SampleResult:
     backend: str = ""
     isolation: str = ""
     detail: str = ""
+    grading: str = ""
 
     @property
     def scored(self) -> bool:
@@ -129,6 +130,32 @@ def _reference_program(record: Mapping[str, Any]) -> str | None:
     return str(record["prompt"]) + str(solution) if solution else None
 
 
+def _grading(record: Mapping[str, Any]) -> str:
+    """The record's grading tier: ``in_process`` when the record asks for it (its test needs
+    objects the sample defines), otherwise ``boundary``."""
+    return "in_process" if record.get("grading") == "in_process" else "boundary"
+
+
+def _helpers(record: Mapping[str, Any]) -> str:
+    """Trusted code the test may need, run in the judge before the test: the record's prompt
+    (HumanEval's tests call helpers it defines, e.g. ``poly``), when it compiles on its own."""
+    prompt = str(record.get("prompt") or "")
+    try:
+        compile(prompt, "<prompt>", "exec")
+    except (SyntaxError, ValueError):
+        return ""
+    return prompt
+
+
+def _request(key: str, program: str, record: Mapping[str, Any], timeout: float,
+             memory_mb: int) -> ExecRequest:
+    grading = _grading(record)
+    return ExecRequest(id=key, program=program, test=str(record["test"]),
+                       entry_point=str(record["entry_point"]), timeout=timeout,
+                       memory_mb=memory_mb, metadata={"task_id": str(record["task_id"])},
+                       grading=grading, helpers=_helpers(record) if grading == "boundary" else "")
+
+
 def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], executor: Executor,
               backend: str, memory_mb: int, workspace: Path,
               show_progress: bool = True) -> dict[str, float]:
@@ -149,14 +176,11 @@ def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], exec
             out[tid] = float(setting)
         else:
             ref = _reference_program(rec)
-            ref_key = _key(backend, ref, rec.get("test"))
+            ref_key = _key(backend, ref, rec.get("test"), _grading(rec))
             if ref is not None and ref_key in measured:
                 out[tid] = calibrated_timeout(measured[ref_key], factor, floor, ceiling)
             elif ref is not None:
-                need[ref_key] = ExecRequest(id=ref_key, program=ref, test=str(rec["test"]),
-                                            entry_point=str(rec["entry_point"]),
-                                            timeout=ceiling, memory_mb=memory_mb,
-                                            metadata={"task_id": tid})
+                need[ref_key] = _request(ref_key, ref, rec, ceiling, memory_mb)
             else:
                 out[tid] = ceiling
     if need:
@@ -212,17 +236,15 @@ def execute_predictions(records: Iterable[Mapping[str, Any]], predictions: list[
                                      show_progress)
             assert timeouts is not None
             key = _key(backend, sample["code"], rec["test"], rec["entry_point"],
-                       timeouts[tid], memory_mb)
+                       timeouts[tid], memory_mb, _grading(rec), _helpers(rec))
             if key in cache:
                 row[si] = replace(SampleResult(**cache[key]["result"]), task_id=tid,
                                   sample_index=si)
             elif key in todo:  # identical code (e.g. greedy samples): run it once
                 todo[key][1].append((ri, si))
             else:
-                todo[key] = (ExecRequest(
-                    id=key, program=str(sample["code"]), test=str(rec["test"]),
-                    entry_point=str(rec["entry_point"]), timeout=timeouts[tid],
-                    memory_mb=memory_mb, metadata={"task_id": tid}), [(ri, si)])
+                todo[key] = (_request(key, str(sample["code"]), rec, timeouts[tid], memory_mb),
+                             [(ri, si)])
         results.append(row)
     if todo:
         assert executor is not None
@@ -235,7 +257,8 @@ def execute_predictions(records: Iterable[Mapping[str, Any]], predictions: list[
                 req, places = todo[res.id]
                 result = SampleResult(str(req.metadata["task_id"]), places[0][1],
                                       res.outcome.value, res.duration_s, res.timeout_s,
-                                      res.backend, str(res.isolation), res.detail[:500])
+                                      res.backend, str(res.isolation), res.detail[:500],
+                                      res.grading.value)
                 for ri, si in places:
                     results[ri][si] = replace(result, sample_index=si)
                 if res.outcome is not Outcome.INFRA_ERROR:

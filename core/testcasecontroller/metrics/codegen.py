@@ -9,7 +9,10 @@ Predictions are those of :class:`core.generation.codegen_model.CodegenModel`: pe
   ``error``, ``syntax_error``, ``timeout``, ``memory_exceeded``, ``sandbox_violation``,
   ``infra_error``, ``generation_error``) and ``unscored_tasks``. Infra and generation
   errors are reported apart and never count as failures. pass@k is NaN (with a warning)
-  when a task has fewer scored samples than k.
+  when a task has fewer scored samples than k. Two text columns say how the scores were
+  obtained: ``grading`` (``boundary``: verdicts computed in a trusted judge process that
+  the sample could not write to; ``in_process``: in the sample's own process; both joined
+  by ``+`` when a test case mixes them) and ``isolation`` (the sandbox tier).
 * :func:`exec_accuracy` -- share of scored samples that pass.
 * :func:`edge_cost` -- mean generation latency per sample (``latency_s``) and decoding
   throughput (``tokens_per_s`` = completion tokens / generation seconds).
@@ -51,9 +54,13 @@ def pass_at_k(y_true: Any, y_pred: Sequence[Any], context: Any = None,
     per_task = _results(y_pred, context)
     counts: dict[str, tuple[int, int]] = {}
     outcomes: Counter[str] = Counter()
+    tiers: set[str] = set()
+    isolation: set[str] = set()
     unscored = 0
     for samples in per_task:
         outcomes.update(s.outcome for s in samples)
+        tiers.update(s.grading for s in samples if s.grading)
+        isolation.update(s.isolation for s in samples if s.isolation)
         scored = [s for s in samples if s.scored]
         if not scored:
             unscored += 1
@@ -67,11 +74,13 @@ def pass_at_k(y_true: Any, y_pred: Sequence[Any], context: Any = None,
                            else math.nan for kk in ks}
     row.update({name: outcomes.get(name, 0) for name in OUTCOME_COLUMNS})
     row["unscored_tasks"] = unscored
+    row["grading"] = "+".join(sorted(tiers))
+    row["isolation"] = "+".join(sorted(isolation))
     return row
 
 
 pass_at_k.columns = lambda k=1: [f"pass@{kk}" for kk in _ks(k)] + list(OUTCOME_COLUMNS) + [  # type: ignore[attr-defined]
-    "unscored_tasks"]
+    "unscored_tasks", "grading", "isolation"]
 
 
 def exec_accuracy(y_true: Any, y_pred: Sequence[Any], context: Any = None) -> float:

@@ -1,9 +1,9 @@
-"""Sandboxed execution of untrusted code (issue 3).
+"""Sandboxed execution of untrusted code (issues 3 and 8).
 
 Public API::
 
     from core.testenvmanager.sandbox import ExecRequest, get_executor
-    with get_executor("local", workers=2, min_isolation="netns") as ex:
+    with get_executor("local", workers=2, min_isolation="kernel") as ex:
         for res in ex.run([ExecRequest(id="t0", program=src, test=tests, entry_point="f")]):
             print(res.id, res.outcome, res.isolation)
 
@@ -17,6 +17,7 @@ from .types import (
     ExecRequest,
     ExecResult,
     ExecutorClosedError,
+    GradingTier,
     IsolationLevel,
     IsolationUnavailableError,
     Outcome,
@@ -27,6 +28,6 @@ from .types import (
 __all__ = [
     "BUILTIN_BACKENDS", "Executor", "get_executor", "known_backends", "register_backend",
     "calibrate_timeouts", "calibrated_timeout",
-    "ExecMode", "ExecRequest", "ExecResult", "ExecutorClosedError", "IsolationLevel",
+    "ExecMode", "ExecRequest", "ExecResult", "ExecutorClosedError", "GradingTier", "IsolationLevel",
     "IsolationUnavailableError", "Outcome", "SandboxError", "UnknownBackendError",
 ]

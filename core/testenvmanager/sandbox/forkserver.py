@@ -1,26 +1,39 @@
-"""Warm fork server for the ``local`` backend (stdlib only; run as ``python -I -S forkserver.py``).
+"""Warm fork server for the ``local`` backend (stdlib + ctypes; run as ``python -I -S forkserver.py``).
 
-The caller starts this script once per executor with a scrubbed environment. At start-up it
-enters the strongest isolation the kernel grants (new network namespace, child subreaper, a
-root-owned scratch directory, per-worker unprivileged uids when running as root), reports the
-achieved level in a ``hello`` frame and then serves requests:
+The caller starts this script once per executor with a scrubbed environment and one end of a
+``SOCK_SEQPACKET`` socket pair. At start-up the server enters private network, mount and IPC
+namespaces, builds its private file-system view (:mod:`mounts`), prepares the Landlock policy and
+seccomp programs (:mod:`walls`), reports the mechanisms it achieved in a ``hello`` message and
+then serves requests.
 
-* framing on stdin/stdout: 4-byte big-endian length + UTF-8 JSON object;
-* caller -> server: ``{"op": "run", "seq": n, "req": {...}}`` and ``{"op": "shutdown"}``;
+Protocol (one JSON object per socket message; file descriptors ride along as ``SCM_RIGHTS``):
+
+* caller -> server: ``{"op": "run", "seq": n, "meta": {...}, "fds": [names]}`` with one memfd per
+  name: ``single`` (in-process tier: program, test, files), or ``cand`` + ``judge`` (boundary
+  tier: the program for the candidate, the test and helpers for the judge), and optionally
+  ``stdin``; ``{"op": "shutdown"}`` (or EOF) stops the server after running children are killed.
 * server -> caller: ``{"op": "hello", ...}`` once, then one ``{"op": "result", "seq": n, ...}``
-  per request, in completion order.
+  per request in completion order, carrying the memfds ``out``, ``err`` and ``verdict``.
 
-Per request the server forks a child that starts a new session, applies rlimits, enters a fresh
-private working directory, drops to the worker uid, closes every inherited descriptor and runs
-:mod:`runner`. The server enforces the wall-clock timeout (SIGKILL to the whole process group),
-caps captured output, reaps escaped descendants, verifies the nonce'd result record and removes the
-working directory. It never runs untrusted code itself and is single-threaded.
+The server never reads a program, a test or a sample's output: they reach the children as
+descriptors, so a forked child cannot find another request's test or solution in the memory it
+inherits from the server.
+
+Per request the server forks either one child (in-process tier) or a *judge* and a *candidate*
+(boundary tier, see :mod:`boundary`). Each child starts a new session, arranges its descriptors,
+reads its payload, enters its private working directory, applies rlimits, drops to its own
+unprivileged uid, and applies Landlock and seccomp before any untrusted code runs. The server
+enforces the wall-clock timeout (SIGKILL to every process group of the request), reaps escaped
+descendants, grades from kernel facts (exit status, signals, rusage, cgroup OOM counts) and the
+judge's record, and drops the working directory with its slot's tmpfs when it is not empty. It
+never runs untrusted code itself and is single-threaded.
 """
 
 from __future__ import annotations
 
 import collections
 import errno
+import fcntl
 import json
 import os
 import resource
@@ -31,35 +44,44 @@ import sys
 import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_HEADER = struct.Struct(">I")
-_CLONE_NEWNET = 0x40000000
-_CLONE_NEWUSER = 0x10000000
-_PR_SET_CHILD_SUBREAPER = 36
+_CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWNET, _CLONE_NEWUSER = 0x20000, 0x8000000, 0x40000000, 0x10000000
+_PR_SET_CHILD_SUBREAPER, _PR_SET_DUMPABLE = 36, 4
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
-_LEVELS = ("none", "process", "netns", "full")
+_SOL_SOCKET, _SCM_RIGHTS, _MSG_DONTWAIT, _MSG_CMSG_CLOEXEC = 1, 1, 0x40, 0x40000000
+_LEVELS = ("none", "process", "netns", "kernel", "full")
 _VERDICTS = frozenset({"passed", "failed", "error", "syntax_error", "memory_exceeded",
-                       "sandbox_violation", "infra_error"})
+                       "sandbox_violation", "infra_error", "candidate_died"})
+_RESERVED_FD = 1000  # long-lived descriptors of the server (Landlock rules) live above this
+_LOW_FD = 64  # a child parks the descriptors it passes on above this while arranging 0, 1, 2, ...
 #: stdlib modules imported once by the server so children get them for free. Kept lean on purpose:
-#: every preloaded page makes each fork (page-table copy) and each exit slower. Other stdlib
-#: modules a request imports are pre-imported in the child before it drops privileges.
+#: every preloaded page makes each fork (page-table copy) and each exit slower.
 DEFAULT_PRELOAD = (
     "bisect", "collections", "copy", "fractions", "functools", "hashlib", "heapq", "itertools",
     "math", "operator", "random", "re", "string", "typing", "unicodedata",
 )
-#: modules the harness itself needs in every child (it patches them before untrusted code runs,
-#: and the worker uid may not be able to import them later): always preloaded
-REQUIRED_PRELOAD = ("_posixsubprocess", "signal")
-#: never pre-imported with privileges (side effects, GUIs, or blocked by the audit policy anyway)
-_NO_PREIMPORT = frozenset({
-    "antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "webbrowser", "ctypes",
-    "_ctypes", "_signal", "pydoc", "ensurepip", "venv", "lib2to3", "__main__", "_testcapi",
-    "_xxsubinterpreters", "msilib", "winreg", "winsound", "_winapi", "msvcrt",
-})
-_IMPORT_RE = None
-#: modules that others import lazily at call time (not visible in the request's source)
-_IMPLICIT = {"socket": ("encodings.idna",), "ssl": ("encodings.idna",), "http": ("encodings.idna", "email.parser"),
-             "urllib": ("encodings.idna",), "datetime": ("_strptime",), "time": ("_strptime",),
-             "locale": ("encodings.latin_1",), "codecs": ("encodings.latin_1", "encodings.cp1252")}
+#: modules the harness itself needs in every child: always preloaded
+REQUIRED_PRELOAD = ("_posixsubprocess", "signal", "json")
+#: directories every sandboxed process may read (and execute from); everything else is hidden by
+#: Landlock. The interpreter's prefixes are added at start-up; site-packages stay covered.
+READ_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc")
+
+
+def _load(name: str):
+    """Import a sibling module by path (the server runs with -I -S: no sys.path games)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_sandbox_{name}", os.path.join(_HERE, f"{name}.py"))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load the sandbox module {name!r} from {_HERE}")
+    module = importlib.util.module_from_spec(spec)
+    # harness code resolves builtins through its own pristine copy: a program that monkeypatches
+    # ``builtins`` cannot change how the harness classifies or reports
+    import builtins
+
+    module.__dict__["__builtins__"] = dict(builtins.__dict__)
+    sys.modules[spec.name] = module  # dataclasses resolve their module through sys.modules
+    spec.loader.exec_module(module)
+    return module
 
 
 def _preload(names: list[str], facts: dict) -> None:
@@ -73,64 +95,6 @@ def _preload(names: list[str], facts: dict) -> None:
             failed.append(name)
     if failed:
         facts["notes"].append(f"could not preload: {', '.join(failed)}")
-    stdlib = os.path.dirname(os.__file__)
-    path = stdlib
-    facts["stdlib_hidden"] = False
-    while path not in ("/", ""):
-        if not os.stat(path).st_mode & 0o001:
-            facts["stdlib_hidden"] = True
-            facts["notes"].append(f"{path} is not searchable by other users: stdlib modules a "
-                                  "request imports are pre-imported before dropping privileges")
-            break
-        path = os.path.dirname(path)
-
-
-def _preimport(req: dict) -> None:
-    """Import the stdlib modules a request names (regex scan of its sources) while the child is
-    still privileged, so an unprivileged worker uid can use them even when the interpreter's
-    directory is unreadable for it. Only names in ``sys.stdlib_module_names`` are considered."""
-    import importlib
-    import re
-
-    global _IMPORT_RE
-    if _IMPORT_RE is None:
-        _IMPORT_RE = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import|import[ \t]+([\w., \t]+))", re.M)
-    sources = [req.get("program") or "", req.get("test") or ""]
-    sources += [text for name, text in (req.get("files") or {}).items() if name.endswith(".py")]
-    names = ["unittest", "traceback"] if req.get("mode") == "unittest" else []
-    for src in sources:
-        if "import" not in src:
-            continue
-        for match in _IMPORT_RE.finditer(src):
-            if match.group(1):
-                names.append(match.group(1))
-            else:
-                names += [part.split()[0] for part in match.group(2).split(",") if part.strip()]
-    stdlib = sys.stdlib_module_names
-    names += [dep for name in names for dep in _IMPLICIT.get(name.split(".", 1)[0], ())]
-    for name in names:
-        top = name.split(".", 1)[0]
-        if name in sys.modules or top not in stdlib or top in _NO_PREIMPORT:
-            continue
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - the program will see the real error itself
-            pass
-
-
-def _load_runner():
-    """Import runner.py from this directory without touching sys.path (we run with -I -S)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_sandbox_runner", os.path.join(_HERE, "runner.py"))
-    module = importlib.util.module_from_spec(spec)
-    # the harness resolves builtins through its own pristine copy: a program that monkeypatches
-    # ``builtins`` cannot change how the harness classifies or reports
-    import builtins
-
-    module.__dict__["__builtins__"] = dict(builtins.__dict__)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _log(msg: str) -> None:
@@ -141,45 +105,43 @@ def _log(msg: str) -> None:
 
 
 # ----------------------------------------------------------------------------------- isolation
-def _setup_isolation(cfg: dict) -> dict:
-    """Enter netns / subreaper; return facts about what was achieved (never raises)."""
-    notes: list[str] = []
-    facts: dict = {"netns": False, "subreaper": False, "drop_uid": False, "notes": notes}
-    try:
-        import ctypes
+def _setup_namespaces(cfg: dict, libc) -> dict:
+    """Enter private network, mount and IPC namespaces (a user namespace first when not root);
+    become a child subreaper. Returns facts; never raises."""
+    import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        if cfg.get("netns", True):
-            if libc.unshare(_CLONE_NEWNET) == 0:
-                facts["netns"] = True
-            elif os.geteuid() != 0:
-                uid, gid = os.geteuid(), os.getegid()
-                if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) == 0:
-                    try:
-                        with open("/proc/self/setgroups", "w") as fh:
-                            fh.write("deny")
-                        with open("/proc/self/uid_map", "w") as fh:
-                            fh.write(f"{uid} {uid} 1")
-                        with open("/proc/self/gid_map", "w") as fh:
-                            fh.write(f"{gid} {gid} 1")
-                    except OSError as exc:
-                        facts["notes"].append(f"userns map failed: {exc}")
-                    facts["netns"] = True
-                    facts["notes"].append("network namespace via user namespace")
-                else:
-                    facts["notes"].append(f"unshare(NEWNET) failed: {os.strerror(ctypes.get_errno())}")
-            else:
-                facts["notes"].append(f"unshare(NEWNET) failed: {os.strerror(ctypes.get_errno())}")
-        if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
-            facts["subreaper"] = True
-        del libc
-    except Exception as exc:  # noqa: BLE001 - ctypes missing or exotic libc
-        facts["notes"].append(f"ctypes isolation setup failed: {exc}")
-    for name in [n for n in sys.modules if n == "ctypes" or n.startswith(("ctypes.", "_ctypes"))]:
-        del sys.modules[name]
+    notes: list[str] = []
+    facts: dict = {"netns": False, "mountns": False, "ipcns": False, "userns": False,
+                   "subreaper": False, "drop_uid": False, "notes": notes}
+    want = _CLONE_NEWIPC
+    if cfg.get("netns", True):
+        want |= _CLONE_NEWNET
+    if cfg.get("mountns", True):
+        want |= _CLONE_NEWNS
+    if libc.unshare(want) != 0:
+        notes.append(f"unshare failed: {os.strerror(ctypes.get_errno())}")
+        uid, gid = os.geteuid(), os.getegid()
+        if uid != 0 and libc.unshare(_CLONE_NEWUSER | want) == 0:
+            try:
+                for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                                   ("gid_map", f"{gid} {gid} 1")):
+                    with open(f"/proc/self/{name}", "w") as fh:
+                        fh.write(text)
+                facts["userns"] = True
+                notes.append("namespaces via an unprivileged user namespace")
+            except OSError as exc:
+                notes.append(f"user namespace mapping failed: {exc}")
+                want = 0
+        else:  # take what the kernel grants one by one
+            want = sum(flag for flag in (_CLONE_NEWNET, _CLONE_NEWNS, _CLONE_NEWIPC)
+                       if want & flag and libc.unshare(flag) == 0)
+    facts["netns"] = bool(want & _CLONE_NEWNET)
+    facts["mountns"] = bool(want & _CLONE_NEWNS)
+    facts["ipcns"] = bool(want & _CLONE_NEWIPC)
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
+        facts["subreaper"] = True
     if facts["netns"]:
         _loopback_up(facts)
-    facts["drop_uid"] = bool(cfg.get("drop_uid", True)) and os.geteuid() == 0
     return facts
 
 
@@ -228,7 +190,7 @@ def _setup_cgroups(cfg: dict, facts: dict) -> None:
         workers = max(1, int(cfg.get("workers", 1)))
         if "pids" in made:
             nproc = int(cfg.get("limits", {}).get("processes", 64))
-            _write(os.path.join(made["pids"], "pids.max"), str(workers * nproc + 16))
+            _write(os.path.join(made["pids"], "pids.max"), str(workers * (nproc + 2) + 16))
         if "memory" in made:
             limit = int(cfg.get("cgroup_memory_mb") or workers * 2048 + 512) << 20
             _write(os.path.join(made["memory"], "memory.limit_in_bytes"), str(limit))
@@ -285,217 +247,288 @@ def _oom_kills(memory_cgroup: str) -> int:
     return -1
 
 
-# ----------------------------------------------------------------------------------- framing
-def _send(obj: dict) -> None:
-    data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
-    view = memoryview(_HEADER.pack(len(data)) + data)
-    while view:  # fd 1 is blocking: the caller always has a reader draining it
-        view = view[os.write(1, view):]
+def _level(facts: dict) -> int:
+    """Isolation level reached (index into ``_LEVELS``)."""
+    if not facts["netns"]:
+        return 1
+    kernel = facts["mountns"] and facts["landlock_abi"] > 0 and facts["seccomp"]
+    if not kernel:
+        return 2
+    return 4 if facts["drop_uid"] and facts["subreaper"] else 3
+
+
+# ----------------------------------------------------------------------------------- messages
+class _Channel:
+    """The caller's socket (SOCK_SEQPACKET: one message per JSON object, fds as SCM_RIGHTS)."""
+
+    def __init__(self, fd: int) -> None:
+        import _socket
+        from array import array
+
+        self.sock = _socket.socket(fileno=fd)
+        self.array = array
+        self.cmsg_space = _socket.CMSG_SPACE(16 * 4)
+
+    def send(self, obj: dict, fds: list[int] = ()) -> None:  # type: ignore[assignment]
+        data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
+        anc = [(_SOL_SOCKET, _SCM_RIGHTS, self.array("i", fds).tobytes())] if fds else []
+        self.sock.sendmsg([data], anc)
+
+    def receive(self) -> tuple[dict, list[int]] | None:
+        """Next message, ``({}, [])`` when none is waiting, None at EOF."""
+        try:
+            data, anc, _flags, _addr = self.sock.recvmsg(65536, self.cmsg_space,
+                                                         _MSG_DONTWAIT | _MSG_CMSG_CLOEXEC)
+        except BlockingIOError:
+            return {}, []
+        fds: list[int] = []
+        for level, kind, payload in anc:
+            if level == _SOL_SOCKET and kind == _SCM_RIGHTS:
+                arr = self.array("i")
+                arr.frombytes(payload[:len(payload) - len(payload) % arr.itemsize])
+                fds.extend(arr)
+        if not data and not fds:
+            return None
+        return json.loads(data), fds
 
 
 class _Job:
-    """Book-keeping for one running child (server side only)."""
+    """Book-keeping for one request (server side only)."""
 
-    __slots__ = ("seq", "req", "pid", "slot", "uid", "workdir", "nonce", "start", "deadline",
-                 "bufs", "totals", "truncated", "fds", "mem", "status", "rusage", "timed_out",
-                 "reaped")
+    __slots__ = ("seq", "meta", "fds", "pids", "slot", "workdir", "nonce", "start", "deadline",
+                 "mem", "status", "rusage", "timed_out", "killed", "setup_fd")
 
-    def __init__(self, seq: int, req: dict) -> None:
-        self.seq, self.req = seq, req
-        self.pid = self.slot = self.uid = 0
+    def __init__(self, seq: int, meta: dict, fds: dict[str, int]) -> None:
+        self.seq, self.meta, self.fds = seq, meta, fds
+        self.pids: dict[int, str] = {}      # pid -> role ("single" | "cand" | "judge"), running
+        self.slot = 0
         self.workdir = self.nonce = ""
         self.start = self.deadline = 0.0
-        self.bufs = {"out": bytearray(), "err": bytearray(), "res": bytearray()}
-        self.totals = {"out": 0, "err": 0, "res": 0}
-        self.truncated = {"out": False, "err": False, "res": False}
-        self.fds: dict[int, str] = {}  # pipe read ends still open (the verdict channel)
-        self.mem: dict[str, int] = {}  # stream name -> memfd holding stdout / stderr
-        self.status: int | None = None
-        self.rusage: object = None
+        self.mem: dict[str, int] = {}       # "out" | "err" | "verdict" -> memfd
+        self.status: dict[str, int] = {}    # role -> wait status
+        self.rusage: dict[str, object] = {}
         self.timed_out = False
-        self.reaped = False
+        self.killed: set[str] = set()       # roles the server killed itself
+        self.setup_fd = -1
 
 
 class Server:
-    """Single-threaded event loop: control frames, child pipes, SIGCHLD, deadlines."""
+    """Single-threaded event loop: control messages, SIGCHLD, deadlines."""
 
-    def __init__(self, cfg: dict, facts: dict, runner) -> None:
-        self.cfg, self.facts, self.runner = cfg, facts, runner
+    def __init__(self, cfg: dict, facts: dict, modules: dict, channel: _Channel,
+                 slots: list, walls: dict) -> None:
+        self.cfg, self.facts, self.modules, self.channel = cfg, facts, modules, channel
+        self.slots, self.walls = slots, walls
         self.workers = max(1, int(cfg.get("workers", 1)))
-        self.output_limit = int(cfg.get("output_limit", 65536))
-        self.drain_limit = max(self.output_limit, int(cfg.get("drain_limit", 8 << 20)))
         self.uid_base = int(cfg.get("uid_base", 61000))
         self.limits = cfg.get("limits", {})
+        self.boundary_limits = cfg.get("boundary_limits", {})
         self.free_slots = list(range(self.workers))
         self.memory_cgroup = facts.get("cgroups", {}).get("memory")
         self.oom_seen = _oom_kills(self.memory_cgroup) if self.memory_cgroup else -1
-        self.pending: collections.deque[tuple[int, dict]] = collections.deque()
+        self.pending: collections.deque[tuple[int, dict, dict[str, int]]] = collections.deque()
         self.jobs: dict[int, _Job] = {}  # pid -> job
+        self.counter = 0
         self.ep = select.epoll()
-        self.owners: dict[int, object] = {}  # fd -> "ctl" | "wake" | (job, stream name)
         self.hard_limits = {rlim: resource.getrlimit(rlim)[1] for rlim in (
             resource.RLIMIT_AS, resource.RLIMIT_CPU, resource.RLIMIT_CORE, resource.RLIMIT_FSIZE,
             resource.RLIMIT_NOFILE, resource.RLIMIT_NPROC)}
-        self.ctl_buf = bytearray()
         self.shutting_down = False
-        self.devnull = os.open(os.devnull, os.O_RDONLY)
+        self.devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
         self.scratch = cfg["scratch"]
         self.child_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
                           "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
                           "PYTHONIOENCODING": "utf-8"}
         os.environ.clear()
         os.environ.update(self.child_env)
-        self.wake_r, wake_w = os.pipe()
-        os.set_blocking(self.wake_r, False)
+        self.wake_r, wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         os.set_blocking(wake_w, False)
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
-        os.set_blocking(0, False)
-        self._watch(0, "ctl")
-        self._watch(self.wake_r, "wake")
-
-    def _watch(self, fd: int, owner: object) -> None:
-        self.owners[fd] = owner
-        self.ep.register(fd, select.EPOLLIN)
-
-    def _unwatch(self, fd: int) -> None:
-        if self.owners.pop(fd, None) is not None:
-            try:
-                self.ep.unregister(fd)
-            except OSError:
-                pass
+        self.ctl_fd = channel.sock.fileno()
+        self.ep.register(self.ctl_fd, select.EPOLLIN)
+        self.ep.register(self.wake_r, select.EPOLLIN)
 
     # -- control ---------------------------------------------------------------------------
     def _read_control(self) -> None:
         while True:
-            try:
-                chunk = os.read(0, 1 << 20)
-            except BlockingIOError:
-                break
-            if not chunk:
+            got = self.channel.receive()
+            if got is None:
                 self.shutting_down = True
-                self._unwatch(0)
-                break
-            self.ctl_buf += chunk
-        while len(self.ctl_buf) >= 4:
-            (size,) = _HEADER.unpack_from(self.ctl_buf)
-            if len(self.ctl_buf) < 4 + size:
-                break
-            msg = json.loads(bytes(self.ctl_buf[4:4 + size]))
-            del self.ctl_buf[:4 + size]
+                try:
+                    self.ep.unregister(self.ctl_fd)
+                except OSError:
+                    pass
+                return
+            msg, fds = got
+            if not msg:
+                return
             if msg.get("op") == "run":
-                self.pending.append((msg["seq"], msg["req"]))
+                names = msg.get("fds") or []
+                if len(names) != len(fds):
+                    for fd in fds:
+                        os.close(fd)
+                    continue
+                self.pending.append((msg["seq"], msg.get("meta") or {}, dict(zip(names, fds))))
             elif msg.get("op") == "shutdown":
                 self.shutting_down = True
+            else:
+                for fd in fds:
+                    os.close(fd)
 
     # -- launching -------------------------------------------------------------------------
-    def _start(self, seq: int, req: dict) -> None:
-        job = _Job(seq, req)
+    def _start(self, seq: int, meta: dict, fds: dict[str, int]) -> None:
+        job = _Job(seq, meta, fds)
         job.slot = self.free_slots.pop()
-        job.uid = self.uid_base + job.slot if self.facts["drop_uid"] else -1
         job.nonce = os.urandom(16).hex()
+        pipes: list[int] = []
         try:
-            job.workdir = self._make_workdir(req, job.uid)
-            stdin_fd = self._stdin_fd(req.get("stdin") or "")
-            # stdout/stderr go to private memory files: nothing to drain while the child runs
-            # (no wake-ups, no EOF handling), read once after it exits. RLIMIT_FSIZE caps them.
-            out_fd = os.memfd_create("sandbox-stdout", os.MFD_CLOEXEC)
-            err_fd = os.memfd_create("sandbox-stderr", os.MFD_CLOEXEC)
-            pipes = {"res": os.pipe(), "out": (out_fd, out_fd), "err": (err_fd, err_fd)}
-        except OSError as exc:
-            self.free_slots.append(job.slot)
-            self._cleanup_dir(job.workdir)
-            self._emit(job, "infra_error", None, 0.0, f"could not prepare request: {exc}")
+            job.workdir = self._make_workdir(job.slot)
+            for name in ("out", "err", "verdict"):
+                job.mem[name] = os.memfd_create(f"sandbox-{name}", os.MFD_CLOEXEC)
+            job.setup_fd = os.memfd_create("sandbox-setup", os.MFD_CLOEXEC)
+            if "single" in fds:
+                plan = [("single", self._single_fds(job))]
+            else:
+                c2j_r, c2j_w = os.pipe2(os.O_CLOEXEC)
+                j2c_r, j2c_w = os.pipe2(os.O_CLOEXEC)
+                pipes = [c2j_r, c2j_w, j2c_r, j2c_w]
+                stdin = fds.get("stdin", self.devnull)
+                plan = [("cand", [stdin, job.mem["out"], job.mem["err"], c2j_w, j2c_r, fds["cand"]]),
+                        ("judge", [self.devnull, self.devnull, self.devnull, job.mem["verdict"],
+                                   c2j_r, j2c_w, fds["judge"]])]
+        except (OSError, KeyError) as exc:
+            self._abandon(job, pipes, f"could not prepare request: {exc!r}")
             return
         job.start = time.monotonic()
-        job.deadline = job.start + float(req.get("timeout", 10.0))
-        res_ino = os.fstat(pipes["res"][1]).st_ino
-        try:
-            pid = os.fork()
-        except OSError as exc:
-            for fd in {*pipes["res"], pipes["out"][0], pipes["err"][0]}:
-                os.close(fd)
-            if stdin_fd != self.devnull:
-                os.close(stdin_fd)
-            self.free_slots.append(job.slot)
-            self._cleanup_dir(job.workdir)
-            self._emit(job, "infra_error", None, 0.0, f"fork failed: {exc}")
-            return
-        if pid == 0:  # ------------------------------------------------------------- child
-            code = 70
+        job.deadline = job.start + float(meta.get("timeout", 10.0))
+        for role, child_fds in plan:
             try:
-                code = self._child(job, req, stdin_fd, pipes)
-            except BaseException as exc:  # noqa: BLE001 - isolation setup failed: no untrusted
-                # code has run yet, so report an infra error through the verdict channel
-                detail = f"sandbox setup failed: {type(exc).__name__}: {exc}".encode("utf-8", "replace")
-                record = f"{job.nonce} infra_error 0 {detail.hex()}\n".encode("ascii")
-                for fd in (pipes["res"][1], 3):  # before / after the dup2 onto fd 3
-                    try:
-                        if os.fstat(fd).st_ino == res_ino:
-                            os.write(fd, record)
-                            code = 0
-                            break
-                    except OSError:
-                        continue
-            finally:
-                os._exit(code)
-        job.pid = pid
-        if stdin_fd != self.devnull:
-            os.close(stdin_fd)
-        res_r, res_w = pipes["res"]
-        os.close(res_w)
-        os.set_blocking(res_r, False)
-        job.fds[res_r] = "res"
-        self._watch(res_r, (job, "res"))
-        job.mem = {"out": pipes["out"][0], "err": pipes["err"][0]}
-        self.jobs[pid] = job
+                pid = os.fork()
+            except OSError as exc:
+                for pid in job.pids:
+                    self._kill_group(pid)
+                self._abandon(job, pipes, f"fork failed: {exc}")
+                return
+            if pid == 0:  # ------------------------------------------------------- child
+                code = 70
+                try:
+                    code = self._child(role, job, child_fds)
+                finally:
+                    os._exit(code)
+            job.pids[pid] = role
+            self.jobs[pid] = job
+        for fd in [*pipes, *job.fds.values()]:
+            os.close(fd)
+        job.fds = {}
 
-    def _make_workdir(self, req: dict, uid: int) -> str:
-        path = os.path.join(self.scratch, "r" + os.urandom(8).hex())
+    def _single_fds(self, job: _Job) -> list[int]:
+        return [job.fds.get("stdin", self.devnull), job.mem["out"], job.mem["err"],
+                job.mem["verdict"], job.fds["single"]]
+
+    def _abandon(self, job: _Job, pipes: list[int], detail: str) -> None:
+        for fd in [*pipes, *job.fds.values()]:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        job.fds = {}
+        self._finish_dir(job)
+        self.free_slots.append(job.slot)
+        self._emit(job, "infra_error", None, 0.0, detail)
+
+    def _make_workdir(self, slot: int) -> str:
+        self.counter += 1
+        root = self.slots[slot].path if self.slots else self.scratch
+        path = os.path.join(root, f"w{self.counter}")
         os.mkdir(path, 0o700)
-        for rel, text in (req.get("files") or {}).items():
-            target = os.path.join(path, rel)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        if uid >= 0:
+        if self.facts["drop_uid"]:
             # root-owned sticky dir: the worker can create files but cannot delete or rewrite
             # the provided ones; other workers cannot guess the name (scratch is 0711)
-            for dirpath, dirs, _files in os.walk(path):
-                for d in dirs:
-                    os.chmod(os.path.join(dirpath, d), 0o1777)
             os.chmod(path, 0o1777)
         return path
 
-    def _stdin_fd(self, text: str) -> int:
-        if not text:
-            return self.devnull
-        fd = os.memfd_create("stdin", 0)
-        data = text.encode("utf-8")
-        while data:
-            data = data[os.write(fd, data):]
-        os.lseek(fd, 0, os.SEEK_SET)
-        return fd
-
-    def _child(self, job: _Job, req: dict, stdin_fd: int, pipes: dict) -> int:
-        """Runs in the forked child: isolate, then hand over to the runner. Returns exit code."""
+    def _child(self, role: str, job: _Job, fds: list[int]) -> int:
+        """Runs in a forked child: wall it in, then hand over to the harness. Returns exit code."""
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        # close fd-owning objects now: a later garbage collection would otherwise close
-        # whatever descriptor number we are about to reuse (e.g. the verdict channel)
+        # objects owning descriptors must not close a reused number when collected later
         self.ep.close()
-        os.setsid()
-        os.dup2(stdin_fd, 0)
-        os.dup2(pipes["out"][1], 1)
-        os.dup2(pipes["err"][1], 2)
-        os.dup2(pipes["res"][1], 3)
-        os.closerange(4, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-        os.chdir(job.workdir)
+        self.channel.sock.detach()
+        setup_fd = job.setup_fd
+        try:
+            os.setsid()
+            # move every descriptor we pass out of the way, then into place as 0, 1, 2, 3, ...
+            moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, _LOW_FD) for fd in fds]
+            setup_fd = fcntl.fcntl(setup_fd, fcntl.F_DUPFD, _LOW_FD)
+            for target, fd in enumerate(moved):
+                os.dup2(fd, target)
+            payload_fd = len(fds) - 1
+            size = os.fstat(payload_fd).st_size
+            payload = json.loads(os.pread(payload_fd, size, 0)) if size else {}
+            workdir = job.workdir
+            if role != "judge":
+                self._write_files(workdir, payload.get("files") or {})
+                os.chdir(workdir)
+            else:
+                os.chdir("/")
+            self._limits(job.meta)
+            uid = -1
+            if self.facts["drop_uid"]:
+                uid = self.uid_base + job.slot + (self.workers if role == "judge" else 0)
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+            else:
+                self.walls["libc"].prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+            environ = os.environ  # already reduced to child_env once at server start
+            environ["HOME"] = environ["TMPDIR"] = environ["PWD"] = workdir if role != "judge" else "/"
+            policy = self.walls.get("landlock")
+            if policy is not None:
+                policy.apply(rw_dirs=[workdir] if role != "judge" else [])
+            allow = bool(job.meta.get("allow_subprocess")) and role != "judge"
+            program = self.walls.get("seccomp_allow" if allow else "seccomp_deny")
+            if program is not None:
+                self.walls["apply_seccomp"](program)
+            os.closerange(payload_fd, 1 << 30)  # payload, setup channel, Landlock rules, the rest
+            sys.argv[:] = ["sandbox"]
+        except BaseException as exc:  # noqa: BLE001 - no untrusted code has run yet: infra
+            try:
+                os.write(setup_fd, f"{role} setup failed: {type(exc).__name__}: {exc}\n".encode(
+                    "utf-8", "replace"))
+            except OSError:
+                pass
+            return 70
+        # setup_fd is closed now (closerange): the sample cannot claim an infra failure
+        nonce, modules = job.nonce, self.modules
+        payload["audit_hook"] = bool(self.cfg.get("audit_hook", True))
+        sys.modules.pop("__main__", None)
+        del job, fds
+        if role == "single":
+            return modules["runner"].run_request(payload, nonce, 3, workdir)
+        payload["limits"] = self.boundary_limits
+        if role == "cand":
+            return modules["boundary"].candidate_main(payload, modules["codec"],
+                                                      modules["runner"].install_policy, workdir)
+        return modules["boundary"].judge_main(payload, modules["codec"], nonce)
+
+    def _write_files(self, workdir: str, files: dict) -> None:
+        for rel, text in files.items():
+            target = os.path.join(workdir, rel)
+            parent = os.path.dirname(target)
+            if parent != workdir:
+                os.makedirs(parent, exist_ok=True)
+                if self.facts["drop_uid"]:
+                    os.chmod(parent, 0o1777)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with open(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+
+    def _limits(self, meta: dict) -> None:
         lim = self.limits
-        timeout = float(req.get("timeout", 10.0))
-        mem = int(req.get("memory_mb", 1024)) << 20
-        cpu = int(timeout) + 2
-        for rlim, value in ((resource.RLIMIT_AS, mem), (resource.RLIMIT_CPU, cpu),
+        timeout = float(meta.get("timeout", 10.0))
+        for rlim, value in ((resource.RLIMIT_AS, int(meta.get("memory_mb", 1024)) << 20),
+                            (resource.RLIMIT_CPU, int(timeout) + 2),
                             (resource.RLIMIT_CORE, 0),
                             (resource.RLIMIT_FSIZE, int(lim.get("file_size_mb", 64)) << 20),
                             (resource.RLIMIT_NOFILE, int(lim.get("open_files", 256))),
@@ -503,10 +536,7 @@ class Server:
             hard = self.hard_limits[rlim]
             if hard != resource.RLIM_INFINITY and value > hard:
                 value = hard
-            try:
-                resource.setrlimit(rlim, (value, value))
-            except (ValueError, OSError):
-                pass
+            resource.setrlimit(rlim, (value, value))
         os.umask(0o077)
         try:  # children are the OOM killer's first victims, before the server or the host's jobs
             fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
@@ -516,49 +546,13 @@ class Server:
                 os.close(fd)
         except OSError:
             pass
-        if job.uid >= 0 and self.facts.get("stdlib_hidden"):
-            _preimport(req)
-        if job.uid >= 0:
-            os.setgroups([])
-            os.setgid(job.uid)
-            os.setuid(job.uid)
-        environ = os.environ  # already reduced to child_env once at server start
-        environ["HOME"] = environ["TMPDIR"] = environ["PWD"] = job.workdir
-        sys.argv[:] = ["sandbox"]
-        runner, nonce, workdir = self.runner, job.nonce, job.workdir
-        # drop references to server state before untrusted code can look around
-        sys.modules.pop("__main__", None)
-        del job, pipes
-        return runner.run_request(req, nonce, 3, workdir)
 
     # -- collecting ------------------------------------------------------------------------
-    def _on_readable(self, fd: int, job: _Job, name: str) -> None:
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                return
-            except OSError:
-                chunk = b""
-            if not chunk:
-                self._close_fd(job, fd)
-                return
-            job.totals[name] += len(chunk)
-            buf = job.bufs[name]
-            room = self.output_limit - len(buf) if name != "res" else 4096 - len(buf)
-            if room > 0:
-                buf += chunk[:room]
-            if len(chunk) > room:
-                job.truncated[name] = True
-            if job.totals[name] > self.drain_limit:
-                self._close_fd(job, fd)  # writer now gets EPIPE instead of stalling us
-                return
-
-    def _close_fd(self, job: _Job, fd: int) -> None:
-        if fd in job.fds:
-            del job.fds[fd]
-            self._unwatch(fd)
-            os.close(fd)
+    def _kill_group(self, pid: int) -> None:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
     def _reap(self) -> None:
         finished = []
@@ -569,46 +563,41 @@ class Server:
                 break
             if pid == 0:
                 break
-            job = self.jobs.get(pid)
+            job = self.jobs.pop(pid, None)
             if job is None:
                 continue  # an adopted orphan (we are a subreaper)
-            job.status, job.rusage, job.reaped = status, rusage, True
-            self._collect(job)
-            finished.append(job)
+            role = job.pids.pop(pid)
+            job.status[role], job.rusage[role] = status, rusage
+            self._kill_group(pid)  # leftovers in that process group
+            if role in ("judge", "single"):
+                for other, other_role in list(job.pids.items()):  # the verdict is in: stop the rest
+                    try:  # one that already ended by itself keeps its own exit status
+                        done, ostatus, orusage = os.wait4(other, os.WNOHANG)
+                    except ChildProcessError:
+                        done = 0
+                    if done:
+                        del job.pids[other], self.jobs[other]
+                        job.status[other_role], job.rusage[other_role] = ostatus, orusage
+                        self._kill_group(other)
+                    else:
+                        job.killed.add(other_role)
+                        self._kill_group(other)
+            if not job.pids:
+                finished.append(job)
         if finished:
-            # escapees first: the freed slot's uid is about to be reused by the next request
+            # escapees first: the freed slot's uids are about to be reused by the next request
             self._kill_escapees()
+            for job in finished:
+                self._finish_dir(job)
+                self.free_slots.append(job.slot)
             self._launch()  # keep the cores busy; book-keeping of finished jobs comes after
             for job in finished:
-                self._cleanup_dir(job.workdir)  # before the verdict leaves: "removed afterwards"
                 self._grade(job)
-
-    def _collect(self, job: _Job) -> None:
-        """Stop everything of a reaped job and free its worker slot."""
-        try:
-            os.killpg(job.pid, signal.SIGKILL)  # leftovers in the request's process group
-        except OSError:
-            pass
-        for fd, name in list(job.fds.items()):
-            self._on_readable(fd, job, name)  # whatever is already buffered
-            self._close_fd(job, fd)
-        for name, fd in job.mem.items():
-            try:
-                size = os.fstat(fd).st_size
-                job.bufs[name] = bytearray(os.pread(fd, min(size, self.output_limit), 0))
-                job.truncated[name] = size > self.output_limit
-                job.totals[name] = size
-            except OSError:
-                pass
-            os.close(fd)
-        job.mem = {}
-        del self.jobs[job.pid]
-        self.free_slots.append(job.slot)
 
     def _launch(self) -> None:
         while self.pending and self.free_slots and not self.shutting_down:
-            seq, req = self.pending.popleft()
-            self._start(seq, req)
+            seq, meta, fds = self.pending.popleft()
+            self._start(seq, meta, fds)
 
     def _kill_escapees(self) -> None:
         """Kill direct children that are not current jobs: descendants that escaped their
@@ -628,80 +617,132 @@ class Server:
                     except OSError:
                         pass
 
-    def _cleanup_dir(self, path: str) -> None:
-        if not path:
+    def _finish_dir(self, job: _Job) -> None:
+        """Remove the working directory: one ``rmdir`` when the sample left nothing behind,
+        otherwise the slot's whole tmpfs is replaced (no tree walk the sample could steer)."""
+        if not job.workdir:
             return
         try:
-            os.rmdir(path)
+            os.rmdir(job.workdir)
+            return
         except OSError:
-            _rmtree(path)
+            pass
+        if self.slots:
+            try:
+                self.slots[job.slot].reset()
+                return
+            except OSError as exc:
+                _log(f"slot reset failed: {exc}")
+        self.modules["mounts"].remove_tree(job.workdir)
 
     # -- grading ---------------------------------------------------------------------------
+    def _record(self, job: _Job) -> tuple[str, float, int] | None:
+        """(status, exec_time, header length) from the verdict memfd, or None."""
+        try:
+            head = os.pread(job.mem["verdict"], 160, 0)
+        except OSError:
+            return None
+        line, sep, _rest = head.partition(b"\n")
+        parts = line.split(b" ")
+        if not sep or len(parts) != 3 or parts[0] != job.nonce.encode("ascii"):
+            return None
+        try:
+            status = parts[1].decode("ascii")
+            elapsed = float(parts[2])
+        except (UnicodeDecodeError, ValueError):
+            return None
+        if status not in _VERDICTS:
+            return None
+        return status, elapsed, len(line) + 1
+
+    def _verdict_size(self, job: _Job) -> int:
+        try:
+            return os.fstat(job.mem["verdict"]).st_size
+        except (OSError, KeyError):
+            return 0
+
+    def _death(self, job: _Job, role: str, subject: str) -> tuple[str, str] | None:
+        """Outcome implied by how ``role`` ended (kernel facts), or None for a clean exit."""
+        status = job.status.get(role)
+        if status is None or role in job.killed:
+            return None
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            maxrss = getattr(job.rusage.get(role), "ru_maxrss", 0) or 0
+            if sig == signal.SIGSYS:
+                return "sandbox_violation", f"{subject} was killed by the kernel's seccomp filter " \
+                                            "(a forbidden system call, e.g. starting a process)"
+            if sig == signal.SIGXCPU:
+                return "timeout", "CPU time limit exceeded"
+            if sig == signal.SIGKILL and self.memory_cgroup and _oom_kills(self.memory_cgroup) > self.oom_seen:
+                self.oom_seen = _oom_kills(self.memory_cgroup)
+                return "memory_exceeded", "killed by the out-of-memory killer (executor cgroup limit)"
+            if maxrss >= 0.9 * (int(job.meta.get("memory_mb", 1024)) << 10):
+                return "memory_exceeded", f"{subject} was killed by signal {sig} near the memory limit"
+            return "error", f"{subject} was killed by signal {sig}"
+        code = os.waitstatus_to_exitcode(status)
+        return None if code == 0 else ("error", f"{subject} exited with status {code}")
+
     def _grade(self, job: _Job) -> None:
         duration = time.monotonic() - job.start
-        status = job.status
+        main = "single" if "single" in job.status else "judge"
+        status = job.status.get(main)
         exit_status = None
-        sig = 0
         if status is not None:
-            if os.WIFSIGNALED(status):
-                sig = os.WTERMSIG(status)
-                exit_status = -sig
+            exit_status = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
+        if "cand" in job.status:  # the sample's own exit status is what users want to see
+            cstat = job.status["cand"]
+            if "cand" not in job.killed:
+                exit_status = -os.WTERMSIG(cstat) if os.WIFSIGNALED(cstat) else os.waitstatus_to_exitcode(cstat)
+        maxrss = max((getattr(r, "ru_maxrss", 0) or 0 for r in job.rusage.values()), default=None)
+        setup = os.pread(job.setup_fd, 2000, 0).decode("utf-8", "replace").strip()
+        record = self._record(job)
+        exec_time, from_record = None, 0
+        sample_death = self._death(job, "cand" if main == "judge" else "single", "the sample's process")
+        if setup:
+            outcome, detail = "infra_error", setup
+        elif job.timed_out:
+            outcome, detail = "timeout", f"killed after {job.meta.get('timeout')}s wall-clock limit"
+        elif sample_death is not None and sample_death[0] == "sandbox_violation":
+            outcome, detail = sample_death
+        elif main == "single":
+            if record is not None and exit_status == 0 and record[0] != "candidate_died":
+                outcome, exec_time, from_record = record
+                detail = ""
+            elif self._verdict_size(job):
+                outcome, detail = "sandbox_violation", "the verdict channel holds bytes the harness did not write"
+            elif sample_death is not None:
+                outcome, detail = sample_death
+            elif exit_status == 0:
+                outcome, detail = "error", "exited with status 0 before the harness reported a result"
             else:
-                exit_status = os.waitstatus_to_exitcode(status)
-        maxrss = getattr(job.rusage, "ru_maxrss", None)
-        mem_kb = int(job.req.get("memory_mb", 1024)) << 10
-        record, foreign = self._parse_record(job)
-        exec_time = None
-        if job.timed_out:
-            outcome, detail = "timeout", f"killed after {job.req.get('timeout')}s wall-clock limit"
-        elif foreign:
-            outcome, detail = "sandbox_violation", "the result channel was written by someone else"
-        elif record is not None and exit_status == 0:
-            outcome, exec_time, detail = record
-        elif sig == signal.SIGXCPU:
-            outcome, detail = "timeout", "CPU time limit exceeded"
-        elif sig == signal.SIGKILL and self.memory_cgroup and _oom_kills(self.memory_cgroup) > self.oom_seen:
-            self.oom_seen = _oom_kills(self.memory_cgroup)
-            outcome, detail = "memory_exceeded", "killed by the out-of-memory killer (executor cgroup limit)"
-        elif sig and maxrss is not None and maxrss >= 0.9 * mem_kb:
-            outcome, detail = "memory_exceeded", f"killed by signal {sig} near the memory limit"
-        elif sig:
-            outcome, detail = "error", f"killed by signal {sig}"
-        elif exit_status == 0:
-            outcome, detail = "error", "exited with status 0 before the harness reported a result"
+                outcome, detail = "error", f"exited with status {exit_status} without a harness verdict"
         else:
-            outcome, detail = "error", f"exited with status {exit_status} without a harness verdict"
-        self._emit(job, outcome, exit_status, duration, detail, exec_time, maxrss)
-
-    def _parse_record(self, job: _Job):
-        """Return ((status, exec_time, detail) | None, foreign_bytes_seen)."""
-        data = bytes(job.bufs["res"])
-        if not data:
-            return None, job.totals["res"] > 0
-        parts = data.split(b" ")
-        ok = (len(parts) == 4 and data.endswith(b"\n") and data.count(b"\n") == 1
-              and parts[0] == job.nonce.encode("ascii") and job.totals["res"] == len(data))
-        if not ok:
-            return None, True
-        try:
-            detail = bytes.fromhex(parts[3].strip().decode("ascii")).decode("utf-8", "replace")
-            status = parts[1].decode("ascii")
-            if status not in _VERDICTS:
-                return None, True
-            return (status, float(parts[2]), detail), False
-        except ValueError:
-            return None, True
+            judge_death = self._death(job, "judge", "the judge")
+            if record is None or judge_death is not None:
+                outcome, detail = judge_death or ("error", "the judge ended without a verdict")
+            elif record[0] == "candidate_died":
+                outcome, detail = sample_death or ("error", "the sample's process ended during the test")
+                exec_time = record[1]
+            else:
+                outcome, exec_time, from_record = record
+                detail = ""
+        self._emit(job, outcome, exit_status, duration, detail, exec_time, maxrss, from_record)
 
     def _emit(self, job: _Job, outcome: str, exit_status, duration: float, detail: str,
-              exec_time=None, maxrss=None) -> None:
-        _send({"op": "result", "seq": job.seq, "outcome": outcome, "exit_status": exit_status,
-               "duration_s": duration, "detail": detail, "exec_time_s": exec_time,
-               "max_rss_kb": maxrss,
-               "stdout": job.bufs["out"].decode("utf-8", "replace"),
-               "stderr": job.bufs["err"].decode("utf-8", "replace"),
-               "stdout_truncated": job.truncated["out"], "stderr_truncated": job.truncated["err"],
-               "timeout_s": float(job.req.get("timeout", 10.0)),
-               "memory_mb": int(job.req.get("memory_mb", 1024))})
+              exec_time=None, maxrss=None, from_record: int = 0) -> None:
+        fds = [job.mem[name] for name in ("out", "err", "verdict") if name in job.mem]
+        self.channel.send({"op": "result", "seq": job.seq, "outcome": outcome,
+                           "exit_status": exit_status, "duration_s": duration, "detail": detail,
+                           "detail_offset": from_record, "exec_time_s": exec_time,
+                           "max_rss_kb": maxrss, "timeout_s": float(job.meta.get("timeout", 10.0)),
+                           "memory_mb": int(job.meta.get("memory_mb", 1024)),
+                           "fds": [name for name in ("out", "err", "verdict") if name in job.mem]},
+                          fds)
+        for fd in [*fds, job.setup_fd]:
+            if fd >= 0:
+                os.close(fd)
+        job.mem, job.setup_fd = {}, -1
 
     # -- loop ------------------------------------------------------------------------------
     def serve(self) -> None:
@@ -711,73 +752,119 @@ class Server:
                 return
             now = time.monotonic()
             timeout = None
-            for job in self.jobs.values():
+            for pid, job in list(self.jobs.items()):
                 if not job.timed_out:
                     left = job.deadline - now
                     if left <= 0:
                         job.timed_out = True
-                        try:
-                            os.killpg(job.pid, signal.SIGKILL)
-                        except OSError:
-                            pass
+                        for other in job.pids:
+                            self._kill_group(other)
                     else:
                         timeout = left if timeout is None else min(timeout, left)
             if self.shutting_down:
-                for job in self.jobs.values():
+                for pid, job in self.jobs.items():
                     job.timed_out = True
-                    try:
-                        os.killpg(job.pid, signal.SIGKILL)
-                    except OSError:
-                        pass
+                    self._kill_group(pid)
                 timeout = 0.05
             for fd, _mask in self.ep.poll(-1 if timeout is None else timeout):
-                data = self.owners.get(fd)
-                if data is None:
-                    continue
-                if data == "ctl":
+                if fd == self.ctl_fd:
                     self._read_control()
-                elif data == "wake":
+                elif fd == self.wake_r:
                     try:
                         while os.read(self.wake_r, 4096):
                             pass
                     except BlockingIOError:
                         pass
-                else:
-                    owner: tuple[_Job, str] = data  # type: ignore[assignment]
-                    if fd in owner[0].fds:
-                        self._on_readable(fd, owner[0], owner[1])
             self._reap()
 
 
-def _rmtree(path: str) -> None:
-    """Remove a directory tree without following symlinks (the program may have planted some);
-    best effort, never raises. A small replacement for shutil.rmtree, which would pull
-    compression modules into the server and make every fork a little more expensive."""
-    try:
-        entries = list(os.scandir(path))
-    except OSError:
-        entries = []
-    for entry in entries:
+def _prepare_walls(cfg: dict, facts: dict, walls_module, libc) -> dict:
+    """Landlock policy and seccomp programs, built once; facts say what is available."""
+    walls: dict = {"libc": libc, "apply_seccomp": walls_module.apply_seccomp}
+    facts["landlock_abi"] = 0
+    facts["seccomp"] = False
+    if cfg.get("landlock", True):
         try:
-            if entry.is_dir(follow_symlinks=False):
-                _rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
-        except OSError:
-            pass
+            abi = walls_module.landlock_abi()
+            if abi > 0:
+                read_dirs = [*READ_DIRS, *facts.get("interpreter_dirs", []), *(cfg.get("read_paths") or [])]
+                # its descriptors live above the numbers children arrange (0, 1, 2, ...)
+                walls["landlock"] = walls_module.LandlockPolicy(read_dirs, min_fd=_RESERVED_FD)
+                facts["landlock_abi"] = abi
+        except OSError as exc:
+            facts["notes"].append(f"Landlock unavailable: {exc}")
+    if cfg.get("seccomp", True):
+        try:
+            if walls_module.seccomp_available():
+                walls["seccomp_deny"] = walls_module.seccomp_program(allow_subprocess=False)
+                walls["seccomp_allow"] = walls_module.seccomp_program(allow_subprocess=True)
+                facts["seccomp"] = True
+        except (OSError, ValueError) as exc:
+            facts["notes"].append(f"seccomp unavailable: {exc}")
+    return walls
+
+
+def main() -> int:
+    import ctypes
+
+    cfg = json.loads(sys.argv[1])
+    channel = _Channel(int(cfg["ctl_fd"]))
+    libc = ctypes.CDLL(None, use_errno=True)
+    facts = _setup_namespaces(cfg, libc)
+    _setup_cgroups(cfg, facts)
+    slots: list = []
+    scratch = ""
     try:
-        os.rmdir(path)
-    except OSError:
-        try:  # a directory the program made unreadable / unwritable: fix its mode and retry
-            os.chmod(path, 0o700)
-            for entry in os.scandir(path):
-                if entry.is_dir(follow_symlinks=False):
-                    _rmtree(entry.path)
-                else:
-                    os.unlink(entry.path)
-            os.rmdir(path)
-        except OSError:
-            pass
+        modules = {name: _load(name) for name in ("mounts", "walls", "codec", "runner", "boundary")}
+        facts["interpreter_dirs"] = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)})
+        if facts["mountns"]:
+            scratch = "/tmp/ianvs-sandbox"
+            cgroup_mounts = sorted({os.path.dirname(p) for p in facts["cgroups"].values()})
+            mfacts = modules["mounts"].setup(scratch, cgroup_mounts,
+                                             hide_packages=bool(cfg.get("hide_packages", True)))
+            facts["notes"].extend(mfacts.pop("notes"))
+            facts["mounts"] = mfacts
+            if not mfacts["mountns"]:
+                facts["mountns"] = False
+        if facts["mountns"]:
+            size_mb, inodes = int(cfg.get("workdir_mb", 256)), int(cfg.get("workdir_inodes", 16384))
+            slots = [modules["mounts"].SlotMount(f"{scratch}/slot{i}", size_mb, inodes)
+                     for i in range(max(1, int(cfg.get("workers", 1))))]
+        else:
+            parent = cfg.get("scratch_parent") or _default_scratch_parent()
+            scratch = os.path.join(parent, f"ianvs-sandbox-{os.getpid()}-{os.urandom(4).hex()}")
+            os.mkdir(scratch, 0o711)
+        facts["scratch"] = scratch
+        cfg["scratch"] = scratch
+        walls = _prepare_walls(cfg, facts, modules["walls"], libc)
+        hidden_stdlib = any(p not in facts.get("mounts", {}).get("exposed_prefixes", [])
+                            and modules["mounts"]._hidden_ancestor(p) for p in facts["interpreter_dirs"])
+        facts["drop_uid"] = bool(cfg.get("drop_uid", True)) and os.geteuid() == 0 and not hidden_stdlib
+        if hidden_stdlib and os.geteuid() == 0 and cfg.get("drop_uid", True):
+            facts["notes"].append("the interpreter lives under a directory other users cannot search "
+                                  "and no mount namespace could expose it: not dropping privileges")
+        for ctl in ("ctypes", "_ctypes"):
+            for name in [n for n in sys.modules if n == ctl or n.startswith(ctl + ".")]:
+                del sys.modules[name]
+        _preload([*(cfg.get("preload") or DEFAULT_PRELOAD), *REQUIRED_PRELOAD], facts)
+        level = _level(facts)
+        channel.send({"op": "hello", "pid": os.getpid(), "isolation": _LEVELS[level], "facts": facts,
+                      "python": sys.version.split()[0]})
+        server = Server(cfg, facts, modules, channel, slots, walls)
+        import gc
+
+        gc.collect()
+        gc.freeze()  # preloaded objects go to the permanent generation: children never scan or
+        #             touch them during garbage collection (fewer copy-on-write faults)
+        server.serve()
+    except Exception as exc:  # noqa: BLE001 - report and die; the caller turns this into infra_error
+        _log(f"fatal: {exc!r}")
+        raise
+    finally:
+        if scratch and not facts["mountns"]:  # a private mount namespace vanishes by itself
+            sys.modules["_sandbox_mounts"].remove_tree(scratch)
+        _leave_cgroups(facts.get("cgroups", {}))
+    return 0
 
 
 def _default_scratch_parent() -> str:
@@ -789,48 +876,11 @@ def _default_scratch_parent() -> str:
     return os.environ.get("TMPDIR") or "/tmp"
 
 
-def main() -> int:
-    cfg = json.loads(sys.argv[1])
-    facts = _setup_isolation(cfg)
-    _setup_cgroups(cfg, facts)
-    scratch = ""
-    try:
-        runner = _load_runner()
-        _preload([*(cfg.get("preload") or DEFAULT_PRELOAD), *REQUIRED_PRELOAD], facts)
-        _preimport({"program": "import re"})  # compiles the import scanner once, in the server
-        parent = cfg.get("scratch_parent") or _default_scratch_parent()
-        path = os.path.join(parent, f"ianvs-sandbox-{os.getpid()}-{os.urandom(4).hex()}")
-        os.mkdir(path, 0o711 if facts["drop_uid"] else 0o700)
-        cfg["scratch"] = facts["scratch"] = scratch = path
-        level = 1
-        if facts["netns"]:
-            level = 2
-            if facts["drop_uid"] and facts["subreaper"]:
-                level = 3
-        _send({"op": "hello", "pid": os.getpid(), "isolation": _LEVELS[level], "facts": facts,
-               "python": sys.version.split()[0]})
-        server = Server(cfg, facts, runner)
-        import gc
-
-        gc.collect()
-        gc.freeze()  # preloaded objects go to the permanent generation: children never scan or
-        #             touch them during garbage collection (fewer copy-on-write faults)
-        server.serve()
-    except Exception as exc:  # noqa: BLE001 - report and die; the caller turns this into infra_error
-        _log(f"fatal: {exc!r}")
-        raise
-    finally:
-        if scratch:
-            _rmtree(scratch)
-        _leave_cgroups(facts.get("cgroups", {}))
-    return 0
-
-
 if __name__ == "__main__":
     try:
         sys.exit(main())
     except BrokenPipeError:
         sys.exit(0)
     except OSError as exc:
-        if exc.errno != errno.EPIPE:
+        if exc.errno not in (errno.EPIPE, errno.ECONNRESET):
             raise

@@ -1,13 +1,18 @@
-"""``local`` backend: a warm fork server per executor, one forked child per request.
+"""``local`` backend: a warm fork server per executor, one or two forked children per request.
 
 The fork server (:mod:`.forkserver`) is a separate ``python -I -S`` process started with a
 scrubbed environment, so it never inherits the caller's heavy state (models, numpy, HTTP clients,
-API keys). It enters a fresh network namespace once, so every child inherits "no network" at zero
-per-request cost. See ``docs/sandbox.md`` for what is and is not protected.
+API keys). It enters private network, mount and IPC namespaces once, so every child inherits them
+at zero per-request cost, and applies Landlock and seccomp in each child. See ``docs/sandbox.md``
+for what is and is not protected.
+
+Programs and tests never pass through the server's memory: this side writes each request's parts
+into memfds and passes the descriptors over a ``SOCK_SEQPACKET`` socket; results come back the
+same way (``out``, ``err`` and the verdict's detail as memfds).
 
 Usage::
 
-    with LocalExecutor(workers=2, min_isolation="netns") as ex:
+    with LocalExecutor(workers=2, min_isolation="kernel") as ex:
         for result in ex.run(requests):
             ...
 
@@ -18,11 +23,12 @@ and their late results are discarded by the next ``run``.
 
 from __future__ import annotations
 
+import array
 import json
 import logging
 import os
 import shutil
-import struct
+import socket
 import subprocess
 import sys
 import threading
@@ -34,6 +40,7 @@ from .types import (
     ExecRequest,
     ExecResult,
     ExecutorClosedError,
+    GradingTier,
     IsolationLevel,
     IsolationUnavailableError,
     Outcome,
@@ -42,47 +49,75 @@ from .types import (
 __all__ = ["LocalExecutor"]
 
 LOGGER = logging.getLogger(__name__)
-_HEADER = struct.Struct(">I")
 _SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "forkserver.py")
+_FDS_SPACE = socket.CMSG_SPACE(8 * array.array("i").itemsize)
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)  # the offset is shared with the receiver (stdin reads from it)
+    return fd
+
+
+def _read_memfd(fd: int, offset: int, limit: int) -> tuple[str, bool]:
+    """Text of a memfd from ``offset`` (at most ``limit`` bytes) and whether it was cut."""
+    size = os.fstat(fd).st_size
+    data = os.pread(fd, max(0, min(size - offset, limit)), offset) if size > offset else b""
+    return data.decode("utf-8", "replace"), size - offset > limit
 
 
 class LocalExecutor(Executor):
-    """Run requests in isolated forked children of a warm, small fork server.
+    """Run requests in walled, forked children of a warm, small fork server.
 
     Parameters
     ----------
     workers:
-        parallel children (default: number of CPUs available to this process).
+        requests run in parallel (default: number of CPUs available to this process).
     min_isolation:
         refuse to run (raise :class:`IsolationUnavailableError` at construction) when the
         achieved level is lower. Default ``none`` (always run, but report the level).
     output_limit:
-        bytes of stdout and of stderr kept per request (the rest is drained and dropped).
+        bytes of stdout and of stderr kept per request (the rest is dropped).
     drop_uid / uid_base:
-        when running as root, run worker ``i`` as uid/gid ``uid_base + i`` (no passwd entry
-        needed). Required for ``full``.
-    netns:
-        try to enter a fresh network namespace (required for ``netns`` and ``full``).
+        when running as root, the sample of worker slot ``i`` runs as uid/gid ``uid_base + i``
+        and its judge as ``uid_base + workers + i`` (no passwd entry needed). Required for ``full``.
+    netns / mountns / landlock / seccomp:
+        each kernel mechanism can be switched off (for diagnosis); ``kernel`` and ``full`` need
+        all of them.
+    read_paths:
+        extra directories sandboxed code may read (Landlock); by default only system directories
+        (``/usr``, ``/lib*``, ``/bin``, ``/sbin``, ``/etc``) and the interpreter's prefix.
+    hide_packages:
+        cover the interpreter's site-/dist-packages with an empty file system (default), so
+        third-party packages and the data they ship (benchmark problem files) are unreadable.
+    workdir_mb / workdir_inodes:
+        size and inode cap of each worker slot's private tmpfs (kernel tier).
+    boundary_limit_mb:
+        largest message (arguments or a return value) that crosses the data boundary.
+    audit_hook:
+        the interpreter-level policy (precise ``sandbox_violation`` messages). Turning it off
+        leaves only the kernel walls; the hostile test suite does that to show they hold alone.
     processes / open_files / file_size_mb:
         per-child RLIMIT_NPROC, RLIMIT_NOFILE, RLIMIT_FSIZE.
     scratch_parent:
-        where private working directories are created (default ``/dev/shm`` when writable,
-        a tmpfs where creating and removing a directory is ~1000x cheaper than on ext4;
-        otherwise ``/tmp``).
+        where working directories are created when no private mount namespace is available
+        (default ``/dev/shm`` when writable, otherwise ``/tmp``).
     python:
         interpreter for the fork server (default: the current one).
     start_timeout:
         seconds to wait for the fork server's hello.
     cgroups / cgroup_memory_mb:
         when cgroup v1 ``pids``/``memory`` hierarchies are writable (root), put the fork server and
-        all its children into executor-wide groups: at most ``workers * processes + 16`` tasks
-        and ``cgroup_memory_mb`` of RAM+swap in total (default ``workers * 2048 + 512``). Children
-        killed by that group's OOM killer are graded ``memory_exceeded``. Zero per-request cost;
-        silently skipped (noted in ``facts``) where unavailable.
+        all its children into executor-wide groups: at most ``workers * (processes + 2) + 16``
+        tasks and ``cgroup_memory_mb`` of RAM+swap in total (default ``workers * 2048 + 512``).
+        Children killed by that group's OOM killer are graded ``memory_exceeded``. Silently
+        skipped (noted in ``facts``) where unavailable.
     preload:
         modules the fork server imports once before forking (default: a list of common stdlib
-        modules, see ``forkserver.DEFAULT_PRELOAD``); children get them for free. The modules
-        the harness itself needs (``forkserver.REQUIRED_PRELOAD``) are always added.
+        modules, see ``forkserver.DEFAULT_PRELOAD``); children get them for free.
     """
 
     name = "local"
@@ -95,6 +130,15 @@ class LocalExecutor(Executor):
         drop_uid: bool = True,
         uid_base: int = 61000,
         netns: bool = True,
+        mountns: bool = True,
+        landlock: bool = True,
+        seccomp: bool = True,
+        read_paths: list[str] | None = None,
+        hide_packages: bool = True,
+        workdir_mb: int = 256,
+        workdir_inodes: int = 16384,
+        boundary_limit_mb: int = 16,
+        audit_hook: bool = True,
         processes: int = 64,
         open_files: int = 256,
         file_size_mb: int = 64,
@@ -112,86 +156,128 @@ class LocalExecutor(Executor):
                 workers = os.cpu_count() or 1
         if workers < 1:
             raise ValueError("workers must be >= 1")
+        if boundary_limit_mb < 1:
+            raise ValueError("boundary_limit_mb must be >= 1")
         self.workers = workers
         self.min_isolation = IsolationLevel.parse(min_isolation)
+        self.output_limit = int(output_limit)
         self._lock = threading.Lock()
-        self._write_lock = threading.Lock()
         self._next_seq = 0
         self._closed = False
+        self.facts: dict = {}
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._sock = mine
         cfg = {
-            "workers": workers, "output_limit": int(output_limit), "drop_uid": bool(drop_uid),
-            "uid_base": int(uid_base), "netns": bool(netns), "scratch_parent": scratch_parent,
+            "workers": workers, "drop_uid": bool(drop_uid), "uid_base": int(uid_base),
+            "netns": bool(netns), "mountns": bool(mountns), "landlock": bool(landlock),
+            "seccomp": bool(seccomp), "read_paths": [os.path.abspath(p) for p in read_paths or []],
+            "hide_packages": bool(hide_packages), "workdir_mb": int(workdir_mb),
+            "workdir_inodes": int(workdir_inodes), "scratch_parent": scratch_parent,
+            "boundary_limits": {"max_bytes": int(boundary_limit_mb) << 20},
+            "audit_hook": bool(audit_hook),
             "preload": list(preload) if preload is not None else None,
             "cgroups": bool(cgroups), "cgroup_memory_mb": cgroup_memory_mb,
             "limits": {"processes": processes, "open_files": open_files, "file_size_mb": file_size_mb},
+            "ctl_fd": theirs.fileno(),
         }
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
-        self._proc = subprocess.Popen(
-            [python or sys.executable, "-I", "-S", "-B", _SERVER, json.dumps(cfg)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
-            env=env, close_fds=True, cwd="/", bufsize=0,
-        )
-        hello = self._read_frame(timeout=start_timeout)
-        if hello is None or hello.get("op") != "hello":
+        try:
+            self._proc = subprocess.Popen(
+                [python or sys.executable, "-I", "-S", "-B", _SERVER, json.dumps(cfg)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=None,
+                env=env, close_fds=True, pass_fds=(theirs.fileno(),), cwd="/")
+        finally:
+            theirs.close()
+        hello = self._receive(timeout=start_timeout)
+        if hello is None or hello[0].get("op") != "hello":
             self._kill()
-            raise ExecutorClosedError("the local fork server did not start (no hello frame)")
-        self._isolation = IsolationLevel.parse(hello["isolation"])
-        self.facts: dict = hello.get("facts", {})
-        LOGGER.info("local executor: %d workers, isolation=%s, facts=%s", workers,
-                    self._isolation, self.facts)
+            raise ExecutorClosedError("the local fork server did not start (no hello message)")
+        self._isolation = IsolationLevel.parse(hello[0]["isolation"])
+        self.facts = hello[0].get("facts", {})
+        LOGGER.info("local executor: %d workers, isolation=%s, mechanisms=%s", workers,
+                    self._isolation, self.mechanisms)
         if self._isolation < self.min_isolation:
             self.close()  # orderly: the server removes its scratch directory and cgroups
             raise IsolationUnavailableError(self._explain_shortfall())
 
     # ------------------------------------------------------------------------------ helpers
+    @property
+    def mechanisms(self) -> dict[str, object]:
+        """Which isolation mechanisms are active (for reports and ``min_isolation`` errors)."""
+        facts = self.facts
+        mounts = facts.get("mounts", {})
+        return {"netns": bool(facts.get("netns")), "mountns": bool(facts.get("mountns")),
+                "ipcns": bool(facts.get("ipcns")), "landlock_abi": int(facts.get("landlock_abi", 0)),
+                "seccomp": bool(facts.get("seccomp")), "uid_drop": bool(facts.get("drop_uid")),
+                "subreaper": bool(facts.get("subreaper")),
+                "cgroups": sorted(facts.get("cgroups", {})),
+                "readonly_root": bool(mounts.get("readonly_root")),
+                "hidepid": bool(mounts.get("hidepid")),
+                "hidden_packages": len(mounts.get("hidden_packages", [])),
+                "rlimits": True, "audit_hook": True}
+
     def _explain_shortfall(self) -> str:
         missing = []
-        if not self.facts.get("netns"):
+        facts = self.facts
+        if not facts.get("netns"):
             missing.append("a new network namespace (needs root, or unprivileged user "
                            "namespaces: sysctl kernel.unprivileged_userns_clone=1)")
-        if not self.facts.get("drop_uid"):
+        if not facts.get("mountns"):
+            missing.append("a private mount namespace (root or a user namespace)")
+        if not facts.get("landlock_abi"):
+            missing.append("Landlock (Linux >= 5.13 with 'landlock' in the lsm= boot parameter)")
+        if not facts.get("seccomp"):
+            missing.append("seccomp filters (Linux with CONFIG_SECCOMP_FILTER, x86_64 or aarch64)")
+        if not facts.get("drop_uid"):
             missing.append("dropping to an unprivileged uid (the executor must run as root)")
-        if not self.facts.get("subreaper"):
+        if not facts.get("subreaper"):
             missing.append("PR_SET_CHILD_SUBREAPER (Linux >= 3.4 with ctypes available)")
-        notes = "; ".join(self.facts.get("notes", []))
+        notes = "; ".join(facts.get("notes", []))
         return (f"local executor achieved isolation '{self._isolation}' but min_isolation is "
                 f"'{self.min_isolation}'. Missing: {', '.join(missing) or 'unknown'}."
                 + (f" Notes: {notes}." if notes else "")
                 + " Lower min_isolation explicitly or use a container backend.")
 
-    def _read_exact(self, n: int) -> bytes | None:
-        chunks, left = [], n
-        stdout = self._proc.stdout
-        assert stdout is not None
-        while left:
-            chunk = stdout.read(left)
-            if not chunk:
-                return None
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-
-    def _read_frame(self, timeout: float | None = None) -> dict | None:
+    def _receive(self, timeout: float | None = None) -> tuple[dict, list[int]] | None:
+        """Next message from the server with its descriptors; None at EOF or on timeout."""
         if timeout is not None:
-            import selectors
+            import select
 
-            assert self._proc.stdout is not None
-            with selectors.DefaultSelector() as sel:
-                sel.register(self._proc.stdout, selectors.EVENT_READ)
-                if not sel.select(timeout):
-                    return None
-        head = self._read_exact(4)
-        if head is None:
+            if not select.select([self._sock], [], [], timeout)[0]:
+                return None
+        try:
+            data, anc, _flags, _addr = self._sock.recvmsg(65536, _FDS_SPACE, socket.MSG_CMSG_CLOEXEC)
+        except OSError:
             return None
-        body = self._read_exact(_HEADER.unpack(head)[0])
-        return None if body is None else json.loads(body)
+        fds: list[int] = []
+        for level, kind, payload in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                arr = array.array("i")
+                arr.frombytes(payload[:len(payload) - len(payload) % arr.itemsize])
+                fds.extend(arr)
+        if not data:
+            for fd in fds:
+                os.close(fd)
+            return None
+        return json.loads(data), fds
 
-    def _write_frame(self, obj: dict) -> None:
+    def _send(self, obj: dict, fds: list[int] = ()) -> None:  # type: ignore[assignment]
         data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
-        stdin = self._proc.stdin
-        assert stdin is not None
-        with self._write_lock:
-            stdin.write(_HEADER.pack(len(data)) + data)
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())] if fds else []
+        self._sock.sendmsg([data], anc)
+
+    def _submit(self, seq: int, req: ExecRequest) -> None:
+        meta, parts = req.payloads()
+        names = list(parts)
+        fds = [_memfd(name, json.dumps(part).encode("utf-8")) for name, part in parts.items()]
+        if req.stdin:
+            names.append("stdin")
+            fds.append(_memfd("stdin", req.stdin.encode("utf-8")))
+        try:
+            self._send({"op": "run", "seq": seq, "meta": meta, "fds": names}, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     def _kill(self) -> None:
         try:
@@ -199,7 +285,8 @@ class LocalExecutor(Executor):
         except OSError:
             pass
         self._proc.wait()
-        self._remove_cgroups()
+        self._sock.close()
+        self._remove_leftovers()
 
     @property
     def isolation(self) -> IsolationLevel:
@@ -215,7 +302,7 @@ class LocalExecutor(Executor):
     def _infra(self, req: ExecRequest, detail: str) -> ExecResult:
         return ExecResult(id=req.id, outcome=Outcome.INFRA_ERROR, exit_status=None, duration_s=0.0,
                           backend=self.name, isolation=self._isolation, timeout_s=float(req.timeout),
-                          memory_mb=req.memory_mb, detail=detail)
+                          memory_mb=req.memory_mb, detail=detail, grading=req.tier)
 
     def _run(self, requests: Iterable[ExecRequest]) -> Iterator[ExecResult]:
         with self._lock:
@@ -246,7 +333,7 @@ class LocalExecutor(Executor):
                             self._next_seq += 1
                             by_seq[seq] = req
                             sent[0] += 1
-                        self._write_frame({"op": "run", "seq": seq, "req": req.to_wire()})
+                        self._submit(seq, req)
                 except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
                     send_error.append(exc)
                 finally:
@@ -264,8 +351,8 @@ class LocalExecutor(Executor):
                     if outstanding == 0:
                         done_sending.wait(0.05)
                         continue
-                    frame = self._read_frame()
-                    if frame is None:  # server died: everything outstanding is an infra error
+                    message = self._receive()
+                    if message is None:  # server died: everything outstanding is an infra error
                         self._closed = True
                         with lock:
                             lost = [r for r in by_seq.values() if r is not None]
@@ -273,29 +360,40 @@ class LocalExecutor(Executor):
                         for req in lost:
                             yield self._infra(req, "fork server died")
                         raise ExecutorClosedError("the local fork server died; see stderr for details")
-                    if frame.get("op") != "result":
-                        continue
-                    with lock:
-                        owner = by_seq.pop(frame["seq"], None)
-                    if owner is None:  # late result of an abandoned earlier run
-                        continue
-                    received += 1
-                    window.release()
-                    yield self._to_result(owner, frame)
+                    frame, fds = message
+                    try:
+                        if frame.get("op") != "result":
+                            continue
+                        with lock:
+                            owner = by_seq.pop(frame["seq"], None)
+                        if owner is None:  # late result of an abandoned earlier run
+                            continue
+                        received += 1
+                        window.release()
+                        result = self._to_result(owner, frame, dict(zip(frame.get("fds", []), fds)))
+                    finally:
+                        for fd in fds:
+                            os.close(fd)
+                    yield result
             finally:
                 cancelled.set()
                 thread.join()
             if send_error:
                 raise send_error[0]
 
-    def _to_result(self, req: ExecRequest, frame: dict) -> ExecResult:
+    def _to_result(self, req: ExecRequest, frame: dict, fds: dict[str, int]) -> ExecResult:
+        stdout, out_cut = _read_memfd(fds["out"], 0, self.output_limit) if "out" in fds else ("", False)
+        stderr, err_cut = _read_memfd(fds["err"], 0, self.output_limit) if "err" in fds else ("", False)
+        detail = frame["detail"]
+        if frame.get("detail_offset") and "verdict" in fds:
+            detail = _read_memfd(fds["verdict"], int(frame["detail_offset"]), 2000)[0]
         return ExecResult(
             id=req.id, outcome=Outcome(frame["outcome"]), exit_status=frame["exit_status"],
-            duration_s=frame["duration_s"], stdout=frame["stdout"], stderr=frame["stderr"],
-            stdout_truncated=frame["stdout_truncated"], stderr_truncated=frame["stderr_truncated"],
+            duration_s=frame["duration_s"], stdout=stdout, stderr=stderr,
+            stdout_truncated=out_cut, stderr_truncated=err_cut,
             backend=self.name, isolation=self._isolation, timeout_s=frame["timeout_s"],
-            memory_mb=frame["memory_mb"], detail=frame["detail"],
-            exec_time_s=frame["exec_time_s"], max_rss_kb=frame["max_rss_kb"],
+            memory_mb=frame["memory_mb"], detail=detail, exec_time_s=frame["exec_time_s"],
+            max_rss_kb=frame["max_rss_kb"], grading=req.tier,
         )
 
     # ------------------------------------------------------------------------------ close
@@ -306,35 +404,37 @@ class LocalExecutor(Executor):
             return
         if self._proc.poll() is not None:  # server already gone (killed or crashed)
             self._closed = True
-            self._remove_cgroups()
+            self._sock.close()
+            self._remove_leftovers()
             return
         self._closed = True
         try:
-            self._write_frame({"op": "shutdown"})
-            assert self._proc.stdin is not None
-            self._proc.stdin.close()
+            self._send({"op": "shutdown"})
+            self._sock.shutdown(socket.SHUT_WR)
         except OSError:
             pass
         deadline = time.monotonic() + 5.0
         while self._proc.poll() is None and time.monotonic() < deadline:
-            try:
-                self._read_frame(timeout=0.1)  # drain late results so the server never blocks
-            except (OSError, ValueError):
-                break
+            message = self._receive(timeout=0.1)  # drain late results so the server never blocks
+            if message is not None:
+                for fd in message[1]:
+                    os.close(fd)
+            elif self._proc.poll() is None:
+                time.sleep(0.01)
         if self._proc.poll() is None:
             self._kill()
-        if self._proc.stdout is not None:
-            self._proc.stdout.close()
-        self._remove_cgroups()
+        self._sock.close()
+        self._remove_leftovers()
 
-    def _remove_cgroups(self) -> None:
-        """Normally the server removes its scratch directory and groups; this covers a server
-        that was killed: kill whatever is still inside (orphaned children), remove the groups
-        and the scratch directory."""
-        facts = getattr(self, "facts", None) or {}
+    def _remove_leftovers(self) -> None:
+        """Normally the server removes its scratch directory and groups (a private mount
+        namespace vanishes with it); this covers a server that was killed: kill whatever is
+        still inside the groups (orphaned children), remove them and any host scratch dir."""
+        facts = self.facts
         groups = list(facts.get("cgroups", {}).values())
         scratch = facts.get("scratch")
-        if scratch and os.path.isdir(scratch) and os.path.basename(scratch).startswith("ianvs-sandbox-"):
+        if (scratch and not facts.get("mountns") and os.path.isdir(scratch)
+                and os.path.basename(scratch).startswith("ianvs-sandbox-")):
             shutil.rmtree(scratch, ignore_errors=True)
         for _ in range(100):
             left = False

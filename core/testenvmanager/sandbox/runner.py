@@ -1,17 +1,28 @@
-"""In-child test harness (stdlib only; loaded by the fork server, runs inside each forked child).
+"""In-process grading tier and the audit policy (stdlib only; loaded by the fork server).
+
+This module serves two purposes:
+
+* :func:`_make_hook` builds the audit hook installed in every process that runs a sample (the
+  in-process harness below and the boundary candidate). It gives fast, precise
+  ``sandbox_violation`` messages. It is *not* the wall: files, network, processes and signals
+  are enforced by the kernel (namespaces, Landlock, seccomp, uid; see ``docs/sandbox.md``).
+* :func:`run_request` is the harness of the **in-process grading tier**, for tasks whose test
+  needs objects the sample defines (``script`` and ``unittest`` modes, or function tasks marked
+  ``grading: in_process``). Sample and test share one process, so a sample that defeats the
+  interpreter-level defences below can forge its verdict; results of this tier say so.
 
 Contract with the fork server
 -----------------------------
 ``run_request(req, nonce, result_fd, workdir)`` runs one request *in the current process* (already
-forked, limited and chdir'ed by the server) and returns the exit code for ``os._exit``. When the
-harness reaches a verdict it writes exactly one record line to ``result_fd``::
+forked, walled and chdir'ed by the server) and returns the exit code for ``os._exit``. When the
+harness reaches a verdict it writes one record at offset 0 of ``result_fd`` (a memfd)::
 
-    <nonce> <status> <exec_time_s> <hex(utf-8 detail)>\\n
+    <nonce> <status> <exec_time_s>\\n<utf-8 detail>
 
-The server accepts a verdict only if the nonce matches, the line is the only content of the
-channel, and the process exits with status 0. The nonce lives only in this function's frame; the
-audit hook installed before any untrusted code runs blocks the usual ways to reach it (frame
-introspection, gc walks, ctypes, tracing, /proc/self/mem, signal handlers that receive frames).
+The server accepts a verdict only if the nonce matches and the process exits with status 0. The
+nonce lives only in this function's frame; the audit hook blocks the usual ways to reach it (frame
+introspection, gc walks, ctypes, tracing, signal handlers that receive frames). ``infra_error`` is
+reported only before the sample's code starts; anything after that is the sample's outcome.
 
 Policy (enforced by an audit hook that cannot be removed): no subprocesses unless allowed, no
 writes/renames/deletes outside the workdir, no /proc, /sys and most of /dev, no signals outside the
@@ -30,7 +41,7 @@ import re
 import sys
 import time
 
-__all__ = ["run_request", "SandboxViolationError"]
+__all__ = ["run_request", "install_policy", "SandboxViolationError"]
 
 #: builtins for the test code: a private copy made when the server loads this module, so a
 #: program that monkeypatches ``builtins`` cannot change what the tests see (and no per-request
@@ -245,20 +256,48 @@ def _disable_posixsubprocess() -> None:
     _posixsubprocess.fork_exec = _BLOCKED_FORK_EXEC  # type: ignore[assignment]
 
 
+_TYPE_NAME = type.__dict__["__name__"]
+
+
+def install_policy(workdir: str, allow_subprocess: bool, violations: list[str],
+                   enabled: bool = True) -> None:
+    """Install the interpreter-level policy in this (walled) process: the audit hook, no Python
+    signal handlers, and no direct ``_posixsubprocess.fork_exec`` unless subprocesses are allowed.
+    These only make violations precise; the kernel walls hold without them (``enabled=False``
+    skips the policy, which is how the test suite shows that)."""
+    if not enabled:
+        return
+    _disable_signal_handlers()
+    if not allow_subprocess:
+        _disable_posixsubprocess()
+    sys.addaudithook(_make_hook(workdir, allow_subprocess, violations))
+
+
 def _describe(exc: BaseException) -> str:
+    """``Name: message``; total for hostile exceptions (``__str__``, ``__class__`` or a metaclass
+    ``__name__`` that raise or return non-strings)."""
+    try:
+        name = _TYPE_NAME.__get__(type(exc))
+    except BaseException:  # noqa: BLE001
+        name = "Exception"
     try:
         text = str(exc)
+        if type(text) is not str:
+            text = "<unprintable>"
     except BaseException:  # noqa: BLE001 - hostile __str__
         text = "<unprintable>"
-    return f"{type(exc).__name__}: {text[:500]}"
+    return f"{name}: {text[:500]}"
 
 
 def _classify(exc: BaseException, violations: list[str]) -> str:
-    if violations or isinstance(exc, SandboxViolationError):
+    """Outcome of an exception, from ``type(exc)`` only (never ``__class__``, which a sample
+    can make lie or raise)."""
+    kind = type(exc)
+    if violations or issubclass(kind, SandboxViolationError):
         return "sandbox_violation"
-    if isinstance(exc, AssertionError):
+    if issubclass(kind, AssertionError):
         return "failed"
-    if isinstance(exc, MemoryError):
+    if issubclass(kind, MemoryError):
         return "memory_exceeded"
     return "error"
 
@@ -307,7 +346,7 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
     Exit code 0 means a record was written; any other code means the harness could not report
     (the server then grades from the exit status alone, never as ``passed``).
     """
-    write, perf, exec_, compile_ = os.write, time.perf_counter, exec, compile
+    write, perf, exec_, compile_ = os.pwrite, time.perf_counter, exec, compile
     dict_, isinstance_ = dict, isinstance
     modules = sys.modules
     bdict = builtins.__dict__
@@ -323,12 +362,12 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
                 stream.flush()
             except BaseException:  # noqa: BLE001 - closed/broken pipe/hostile replacement
                 pass
-        line = f"{nonce} {status} {elapsed:.6f} {detail.encode('utf-8', 'replace').hex()}\n"
+        record = f"{nonce} {status} {elapsed:.6f}\n".encode("ascii")
         try:
-            write(result_fd, line.encode("ascii"))
+            write(result_fd, record + detail[:2000].encode("utf-8", "replace"), 0)
         except OSError as exc:
             try:
-                write(2, f"sandbox harness: cannot write the verdict: {exc}\n".encode())
+                os.write(2, f"sandbox harness: cannot write the verdict: {exc}\n".encode())
             except OSError:
                 pass
             return 71
@@ -349,9 +388,6 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
             for cls in (unittest.TestCase, unittest.TestSuite, unittest.TestLoader,
                         unittest.TestResult, result_cls):
                 testcase_snapshot[cls] = dict_(vars(cls))
-        _disable_signal_handlers()
-        if not req.get("allow_subprocess"):
-            _disable_posixsubprocess()
         modules.pop("__main__", None)
         program, test = req.get("program", ""), req.get("test", "")
         try:
@@ -376,7 +412,8 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
             except (SyntaxError, ValueError) as exc:
                 return report("syntax_error", _describe(exc), 0.0)
         modules_before = {name: modules.get(name) for name in _imported_names(test)}
-        sys.addaudithook(_make_hook(workdir, bool(req.get("allow_subprocess")), violations))
+        install_policy(workdir, bool(req.get("allow_subprocess")), violations,
+                       bool(req.get("audit_hook", True)))
     except BaseException as exc:  # noqa: BLE001
         return report("infra_error", "harness setup failed: " + _describe(exc), 0.0)
 
@@ -420,12 +457,15 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
                         modules.pop(name, None)
                     else:
                         modules[name] = original
-            test_ns = dict_(namespace)
+            # the tests see the program's definitions but never its rebinding of a builtin name
+            # (a program that defines ``abs`` or ``range`` must not change what the test computes)
+            entry = req.get("entry_point", "")
+            test_ns = {k: v for k, v in namespace.items() if k not in test_builtins
+                       or k == entry or (k[:2] == "__" and k[-2:] == "__")}
             test_ns["__builtins__"] = test_builtins
             if test_code is not None:
                 exec_(test_code, test_ns)
             if mode == "function":
-                entry = req.get("entry_point", "")
                 check = test_ns.get("check")
                 if check is None:
                     raise LookupError("test code defines no check(candidate)")
@@ -434,7 +474,10 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
                 check(test_ns[entry])
             status, detail = "passed", ""
     except BaseException as exc:  # noqa: BLE001 - everything the program throws is graded
-        status, detail = _classify(exc, violations), _describe(exc)
+        try:
+            status, detail = _classify(exc, violations), _describe(exc)
+        except BaseException:  # noqa: BLE001 - never infra once the sample has run
+            status, detail = "error", "the program raised an unclassifiable exception"
     elapsed = perf() - t0
     if violations and status != "sandbox_violation":
         status, detail = "sandbox_violation", violations[0]

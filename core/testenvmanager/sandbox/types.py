@@ -6,6 +6,8 @@ Contracts
   reported per request. ``infra_error`` means the harness (not the code under test) failed and must
   never be counted against the model.
 * :class:`IsolationLevel` is ordered: a higher value strictly adds protections to a lower one.
+* :class:`GradingTier` says where a verdict was computed: ``boundary`` (a trusted judge process;
+  the sample only returns plain data) or ``in_process`` (in the sample's own process).
 * :class:`ExecRequest` validates itself on construction (``ValueError`` on bad input), so a
   backend can trust its fields.
 """
@@ -20,6 +22,7 @@ from typing import Any, Mapping
 __all__ = [
     "Outcome",
     "IsolationLevel",
+    "GradingTier",
     "ExecMode",
     "ExecRequest",
     "ExecResult",
@@ -54,16 +57,23 @@ class IsolationLevel(enum.IntEnum):
     * ``NONE``: the request runs in a separate process, nothing else is promised.
     * ``PROCESS``: own process group/session, resource limits (CPU, address space, processes,
       file size, open files), private temporary working directory, scrubbed environment,
-      in-process audit policy (blocks subprocesses, writes outside the workdir, introspection).
+      in-process audit policy (precise ``sandbox_violation`` messages; not a wall).
     * ``NETNS``: plus a fresh network namespace with only a loopback interface (no network).
-    * ``FULL``: plus a per-worker unprivileged uid/gid (so RLIMIT_NPROC applies, the parent cannot
-      be signalled, caller files are protected by permissions) and reaping of escaped descendants.
+    * ``KERNEL``: plus walls enforced by the kernel: a private mount namespace (read-only host
+      view, private ``/tmp`` and ``/dev/shm``, site-packages hidden), Landlock (reads only system
+      and interpreter directories, writes only the private working directory, no signals to
+      processes outside the sandbox) and a seccomp filter (no process creation unless allowed,
+      no tracing, no namespaces, no mounts, no SysV IPC, no unix sockets).
+    * ``FULL``: plus a per-worker unprivileged uid/gid (a different one for the judge), so
+      RLIMIT_NPROC applies and neither the server nor the judge can be signalled or traced, and
+      reaping of escaped descendants (child subreaper).
     """
 
     NONE = 0
     PROCESS = 1
     NETNS = 2
-    FULL = 3
+    KERNEL = 3
+    FULL = 4
 
     @classmethod
     def parse(cls, value: "IsolationLevel | str | int") -> "IsolationLevel":
@@ -80,6 +90,24 @@ class IsolationLevel(enum.IntEnum):
 
     def __str__(self) -> str:
         return self.name.lower()
+
+
+class GradingTier(str, enum.Enum):
+    """Where the verdict of a request was computed.
+
+    * ``BOUNDARY``: a trusted judge process runs the test and calls the sample's entry point in a
+      separate sandboxed process; arguments and results cross as plain data (no pickle). The
+      sample controls only the values it returns: it cannot write or forge the verdict.
+    * ``IN_PROCESS``: test and sample share one process (``script`` and ``unittest`` modes, or a
+      function task whose test needs objects the sample defines). Interpreter-level defences make
+      forging hard, not impossible: a sample that breaks them can write its own verdict.
+    """
+
+    BOUNDARY = "boundary"
+    IN_PROCESS = "in_process"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class ExecMode(str, enum.Enum):
@@ -114,6 +142,12 @@ class ExecRequest:
     written into the private working directory before the program starts (read-only to the
     program when the backend drops privileges). ``stdin`` is fed to the program's standard input
     (default: empty, so ``input()`` raises ``EOFError``).
+
+    ``helpers`` is trusted code from the dataset (for HumanEval, the prompt) that the test may
+    need (``poly`` for HumanEval/32): in the boundary tier it runs in the judge before the test;
+    the sample's own definitions never reach the test there. ``grading`` picks the tier: default
+    ``boundary`` for function mode, ``in_process`` otherwise (``boundary`` is only defined for
+    function mode).
     """
 
     id: str
@@ -128,6 +162,8 @@ class ExecRequest:
     memory_mb: int = 1024
     allow_subprocess: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    helpers: str = ""
+    grading: GradingTier | str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -143,15 +179,38 @@ class ExecRequest:
             raise ValueError("function mode needs an entry_point")
         if self.mode is not ExecMode.UNITTEST and not (self.program or self.test):
             raise ValueError("a request needs a program and/or test code")
+        default = GradingTier.BOUNDARY if self.mode is ExecMode.FUNCTION else GradingTier.IN_PROCESS
+        tier = GradingTier(self.grading) if self.grading is not None else default
+        if tier is GradingTier.BOUNDARY and self.mode is not ExecMode.FUNCTION:
+            raise ValueError(f"boundary grading needs function mode, not {self.mode.value!r}")
+        object.__setattr__(self, "grading", tier)
 
-    def to_wire(self) -> dict[str, Any]:
-        """JSON-serialisable form sent to a backend (metadata is kept on the caller side)."""
-        return {
-            "id": self.id, "program": self.program, "test": self.test,
-            "entry_point": self.entry_point, "mode": self.mode.value, "files": dict(self.files),
-            "test_pattern": self.test_pattern, "stdin": self.stdin, "timeout": float(self.timeout),
-            "memory_mb": self.memory_mb, "allow_subprocess": self.allow_subprocess,
-        }
+    @property
+    def tier(self) -> GradingTier:
+        """The grading tier (``grading`` after normalisation)."""
+        return GradingTier(self.grading)
+
+    def payloads(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """What a backend sends: ``(meta, parts)``.
+
+        ``meta`` holds only limits and flags (no code): a backend's scheduler may keep it in its
+        memory. ``parts`` maps a process role to the data only that process may see: ``single``
+        (in-process tier: everything), or ``cand`` (the program and files) and ``judge`` (the
+        test and helpers) for the boundary tier. Metadata stays on the caller's side.
+        """
+        meta = {"timeout": float(self.timeout), "memory_mb": self.memory_mb,
+                "allow_subprocess": self.allow_subprocess, "grading": self.tier.value}
+        if self.tier is GradingTier.BOUNDARY:
+            return meta, {
+                "cand": {"program": self.program, "entry_point": self.entry_point,
+                         "files": dict(self.files), "allow_subprocess": self.allow_subprocess},
+                "judge": {"test": self.test, "helpers": self.helpers,
+                          "entry_point": self.entry_point},
+            }
+        return meta, {"single": {
+            "program": self.program, "test": self.test, "entry_point": self.entry_point,
+            "mode": self.mode.value, "files": dict(self.files), "test_pattern": self.test_pattern,
+            "allow_subprocess": self.allow_subprocess}}
 
 
 @dataclass(frozen=True)
@@ -180,6 +239,7 @@ class ExecResult:
     detail: str = ""
     exec_time_s: float | None = None
     max_rss_kb: int | None = None
+    grading: GradingTier = GradingTier.IN_PROCESS
 
     @property
     def passed(self) -> bool:
@@ -191,6 +251,7 @@ class ExecResult:
         data = asdict(self)
         data["outcome"] = self.outcome.value
         data["isolation"] = str(self.isolation)
+        data["grading"] = self.grading.value
         return data
 
 
