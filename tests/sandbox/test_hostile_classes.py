@@ -157,11 +157,11 @@ def test_hostile_test_text_is_not_in_the_candidates_memory(backend) -> None:
     marker = "MARKER_" + os.urandom(6).hex()
     test = f"def check(candidate):\n    assert candidate(2, 3) == 5, {marker!r}\n"
     program = "import time\ndef add(a, b):\n    time.sleep(2)\n    return a + b\n"
-    found: dict[str, bool] = {}
+    found: dict[tuple[str, int], bool] = {}  # (role, pid) -> marker found in its memory
 
     def scan() -> None:
         deadline = time.monotonic() + 4
-        while time.monotonic() < deadline and len(found) < 2:
+        while time.monotonic() < deadline:
             for pid in os.listdir("/proc"):
                 if not pid.isdigit():
                     continue
@@ -171,9 +171,12 @@ def test_hostile_test_text_is_not_in_the_candidates_memory(backend) -> None:
                     continue
                 role = {TEST_UID_BASE: "cand", TEST_UID_BASE + 1: "cand",
                         TEST_UID_BASE + 2: "judge", TEST_UID_BASE + 3: "judge"}.get(uid)
-                if role is None or role in found:
+                if role is None or found.get((role, int(pid))):
                     continue
-                found[role] = _memory_contains(int(pid), marker.encode())
+                found[(role, int(pid))] = _memory_contains(int(pid), marker.encode())
+            if any(v for (role, _), v in found.items() if role == "judge") and any(
+                    role == "cand" for role, _ in found):
+                break
             time.sleep(0.05)
 
     thread = threading.Thread(target=scan)
@@ -181,8 +184,9 @@ def test_hostile_test_text_is_not_in_the_candidates_memory(backend) -> None:
     res = run_one(backend, id="mem", program=program, test=test, entry_point="add", timeout=10)
     thread.join()
     assert res.passed, res.detail
-    assert found.get("judge") is True, found
-    assert found.get("cand") is False, found
+    assert any(v for (role, _), v in found.items() if role == "judge"), found
+    assert any(role == "cand" for role, _ in found), found
+    assert not any(v for (role, _), v in found.items() if role == "cand"), found
     # nor does the fork server ever hold a test or a program
     assert not _memory_contains(backend._proc.pid, marker.encode())
 

@@ -37,7 +37,7 @@ import sys
 import time
 from typing import Any, Callable
 
-__all__ = ["judge_main", "candidate_main", "CandidateError", "CandidateAborted", "CandidateDied"]
+__all__ = ["judge_loop", "judge_main", "candidate_main", "CandidateError", "CandidateAborted", "CandidateDied"]
 
 #: pristine builtins captured when the server loads this module (before any child exists)
 _BUILTINS = dict(builtins.__dict__)
@@ -235,12 +235,96 @@ class _Channel:
         return value
 
 
+def judge_loop(codec: Any, limits: dict, control: int = 3) -> int:
+    """A slot's long-lived judge: run one request at a time until the server hangs up.
+
+    Each request arrives on ``control`` (a SOCK_SEQPACKET socket) as ``{"seq", "nonce",
+    "timeout", "memory_mb"}`` with four descriptors: the judge payload (marshal: test, helpers,
+    entry point), the candidate's channel (read end), the channel to the candidate (write end)
+    and the verdict memfd. Per request the CPU and memory soft limits are set from the request,
+    and the state a test may change in this process (random generator, recursion limit, working
+    directory, standard streams) is restored, so every test starts as in a fresh process; a
+    test's namespace and builtins are new each time. The server kills and replaces this process
+    after a timeout, after any death, and after a bounded number of requests.
+    """
+    import _socket
+    import marshal
+    import random
+    import resource
+    from array import array
+
+    sock = _socket.socket(fileno=control)
+    space = _socket.CMSG_SPACE(4 * array("i").itemsize)
+    rng_state = random.getstate()
+    recursion = sys.getrecursionlimit()
+    streams = (sys.stdout, sys.stderr, sys.stdin)
+    while True:
+        try:
+            data, anc, _flags, _addr = sock.recvmsg(4096, space)
+        except InterruptedError:
+            continue
+        fds = array("i")
+        for level, kind, blob in anc:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                fds.frombytes(blob[:len(blob) - len(blob) % fds.itemsize])
+        if not data:
+            return 0
+        try:
+            import json
+
+            request = json.loads(data)
+            payload_fd, from_candidate, to_candidate, verdict_fd = fds
+            cpu = resource.getrusage(resource.RUSAGE_SELF)
+            used = int(cpu.ru_utime + cpu.ru_stime) + 1
+            hard_cpu = resource.getrlimit(resource.RLIMIT_CPU)[1]
+            soft_cpu = used + int(float(request["timeout"])) + 2
+            if hard_cpu != resource.RLIM_INFINITY:
+                soft_cpu = min(soft_cpu, hard_cpu)
+            resource.setrlimit(resource.RLIMIT_CPU, (soft_cpu, hard_cpu))
+            hard_as = resource.getrlimit(resource.RLIMIT_AS)[1]
+            soft_as = int(request["memory_mb"]) << 20
+            if hard_as != resource.RLIM_INFINITY:
+                soft_as = min(soft_as, hard_as)
+            resource.setrlimit(resource.RLIMIT_AS, (soft_as, hard_as))
+            random.setstate(rng_state)
+            sys.setrecursionlimit(recursion)
+            sys.stdout, sys.stderr, sys.stdin = streams
+            os.chdir("/")
+            size = os.fstat(payload_fd).st_size
+            payload = marshal.loads(os.pread(payload_fd, size, 0)) if size else {}
+            payload["limits"] = limits
+            judge_main(payload, codec, str(request["nonce"]), verdict_fd, from_candidate, to_candidate)
+        finally:
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        sock.send(f"done {request['seq']}".encode("ascii"))
+
+
 def _make_proxy(channel: _Channel, name: str) -> Callable[..., Any]:
     def candidate(*args: Any, **kwargs: Any) -> Any:
         return channel.call(args, kwargs)
 
     candidate.__name__ = candidate.__qualname__ = name
     return candidate
+
+
+_CODE_CACHE: dict[tuple[str, str], Any] = {}
+
+
+def _compiled(source: str, name: str) -> Any:
+    """Compiled trusted code, cached by its text: a judge runs the same task's test for every
+    sample of that task (code objects are immutable, so sharing them is safe). Bounded."""
+    key = (name, source)
+    code = _CODE_CACHE.get(key)
+    if code is None:
+        code = compile(source, name, "exec")
+        if len(_CODE_CACHE) >= 512:
+            _CODE_CACHE.clear()
+        _CODE_CACHE[key] = code
+    return code
 
 
 def judge_main(payload: dict, codec: Any, nonce: str, verdict_fd: int = 3,
@@ -257,11 +341,12 @@ def judge_main(payload: dict, codec: Any, nonce: str, verdict_fd: int = 3,
     # ---- setup: trusted code only, nothing read from the candidate yet -----------------------
     try:
         limits = codec.Limits(**payload.get("limits", {}))
+        # a fresh copy for every test: this process runs many tests one after the other
         namespace: dict = {"__name__": "__judge__", "__builtins__": dict(_BUILTINS)}
         helpers = payload.get("helpers") or ""
         if helpers:
-            exec(compile(helpers, "<helpers>", "exec"), namespace)
-        exec(compile(payload.get("test") or "", "<test>", "exec"), namespace)
+            exec(_compiled(helpers, "<helpers>"), namespace)
+        exec(_compiled(payload.get("test") or "", "<test>"), namespace)
         check = namespace.get("check")
         if not callable(check):
             return report("infra_error", 0.0, "the test code defines no check(candidate)")

@@ -40,6 +40,9 @@ import resource
 import select
 import signal
 import struct
+
+import _signal
+import marshal
 import sys
 import time
 
@@ -52,6 +55,7 @@ _LEVELS = ("none", "process", "netns", "kernel", "full")
 _VERDICTS = frozenset({"passed", "failed", "error", "syntax_error", "memory_exceeded",
                        "sandbox_violation", "infra_error", "candidate_died"})
 _RESERVED_FD = 1000  # long-lived descriptors of the server (Landlock rules) live above this
+_LINGER = 0.5  # seconds a sample may take to exit by itself once its verdict is in
 _LOW_FD = 64  # a child parks the descriptors it passes on above this while arranging 0, 1, 2, ...
 #: stdlib modules imported once by the server so children get them for free. Kept lean on purpose:
 #: every preloaded page makes each fork (page-table copy) and each exit slower.
@@ -296,24 +300,38 @@ class _Job:
     """Book-keeping for one request (server side only)."""
 
     __slots__ = ("seq", "meta", "fds", "pids", "slot", "workdir", "nonce", "start", "deadline",
-                 "mem", "status", "rusage", "timed_out", "killed", "setup_fd")
+                 "mem", "status", "rusage", "timed_out", "killed", "setup_fd", "judge", "linger")
 
     def __init__(self, seq: int, meta: dict, fds: dict[str, int]) -> None:
         self.seq, self.meta, self.fds = seq, meta, fds
-        self.pids: dict[int, str] = {}      # pid -> role ("single" | "cand" | "judge"), running
+        self.pids: dict[int, str] = {}      # pid -> role ("single" | "cand"), running
         self.slot = 0
         self.workdir = self.nonce = ""
         self.start = self.deadline = 0.0
         self.mem: dict[str, int] = {}       # "out" | "err" | "verdict" -> memfd
-        self.status: dict[str, int] = {}    # role -> wait status
+        self.status: dict[str, int] = {}    # role -> wait status ("judge": only if it died)
         self.rusage: dict[str, object] = {}
         self.timed_out = False
         self.killed: set[str] = set()       # roles the server killed itself
         self.setup_fd = -1
+        self.judge = ""                     # boundary tier: "running", "done" or "died"
+        self.linger = 0.0                   # verdict in: the sample may still exit by itself until
+
+
+class _Judge:
+    """A slot's long-lived judge process (boundary tier): it runs one request's test at a time
+    and reports on its socket; it never runs sample code."""
+
+    __slots__ = ("pid", "sock", "setup_fd", "job", "served")
+
+    def __init__(self, pid: int, sock: object, setup_fd: int) -> None:
+        self.pid, self.sock, self.setup_fd = pid, sock, setup_fd
+        self.job: _Job | None = None
+        self.served = 0
 
 
 class Server:
-    """Single-threaded event loop: control messages, SIGCHLD, deadlines."""
+    """Single-threaded event loop: control messages, judge reports, SIGCHLD, deadlines."""
 
     def __init__(self, cfg: dict, facts: dict, modules: dict, channel: _Channel,
                  slots: list, walls: dict) -> None:
@@ -323,11 +341,15 @@ class Server:
         self.uid_base = int(cfg.get("uid_base", 61000))
         self.limits = cfg.get("limits", {})
         self.boundary_limits = cfg.get("boundary_limits", {})
+        self.judge_requests = max(1, int(cfg.get("judge_requests", 500)))
         self.free_slots = list(range(self.workers))
         self.memory_cgroup = facts.get("cgroups", {}).get("memory")
         self.oom_seen = _oom_kills(self.memory_cgroup) if self.memory_cgroup else -1
         self.pending: collections.deque[tuple[int, dict, dict[str, int]]] = collections.deque()
         self.jobs: dict[int, _Job] = {}  # pid -> job
+        self.judges: dict[int, _Judge] = {}  # slot -> its judge
+        self.judge_fds: dict[int, int] = {}  # socket fd -> slot
+        self.retired: dict[int, _Judge] = {}  # judges killed or exited, reaped later
         self.counter = 0
         self.ep = select.epoll()
         self.hard_limits = {rlim: resource.getrlimit(rlim)[1] for rlim in (
@@ -376,55 +398,157 @@ class Server:
                 for fd in fds:
                     os.close(fd)
 
+    # -- judges ----------------------------------------------------------------------------
+    def _judge_for(self, slot: int) -> _Judge:
+        """The slot's judge, started (walled, its own uid) when there is none."""
+        judge = self.judges.get(slot)
+        if judge is not None:
+            return judge
+        import _socket
+
+        mine, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        setup_fd = os.memfd_create("judge-setup", os.MFD_CLOEXEC)
+        try:
+            pid = os.fork()
+        except OSError:
+            mine.close()
+            theirs.close()
+            os.close(setup_fd)
+            raise
+        if pid == 0:  # ----------------------------------------------------------- judge
+            code = 70
+            try:
+                if self._wall("judge", slot, "/", {"timeout": 0, "memory_mb": 0},
+                              [self.devnull, self.devnull, self.devnull, theirs.fileno()], setup_fd):
+                    code = self.modules["boundary"].judge_loop(self.modules["codec"], self.boundary_limits)
+            finally:
+                os._exit(code)
+        theirs.close()
+        mine.setblocking(False)
+        judge = _Judge(pid, mine, setup_fd)
+        self.judges[slot] = judge
+        self.judge_fds[mine.fileno()] = slot
+        self.ep.register(mine.fileno(), select.EPOLLIN)
+        return judge
+
+    def _retire_judge(self, slot: int, kill: bool) -> None:
+        judge = self.judges.pop(slot, None)
+        if judge is None:
+            return
+        fd = judge.sock.fileno()
+        self.judge_fds.pop(fd, None)
+        try:
+            self.ep.unregister(fd)
+        except OSError:
+            pass
+        judge.sock.close()
+        os.close(judge.setup_fd)
+        if kill:
+            try:
+                os.kill(judge.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self.retired[judge.pid] = judge
+
+    def _judge_report(self, slot: int) -> None:
+        judge = self.judges.get(slot)
+        if judge is None:
+            return
+        while True:
+            try:
+                data = judge.sock.recv(256)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:  # the judge is gone; its exit is handled when it is reaped
+                return
+            job = judge.job
+            if job is None or data != f"done {job.seq}".encode("ascii"):
+                continue
+            judge.job = None
+            judge.served += 1
+            job.judge = "done"
+            if judge.served >= self.judge_requests:
+                self._retire_judge(slot, kill=True)  # bounded lifetime: a fresh judge next time
+            if job.pids:  # the judge hung up: an honest sample exits on that end of file
+                job.linger = time.monotonic() + _LINGER
+            else:
+                self._finished([job])
+
+    def _verdict_in(self, job: _Job) -> None:
+        """The judge is finished with ``job``: stop what is left of the sample (a process that
+        already ended keeps its own exit status) and finish the job when nothing runs."""
+        for pid, role in list(job.pids.items()):
+            try:
+                done, status, rusage = os.wait4(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = 0
+            if done:
+                del job.pids[pid], self.jobs[pid]
+                job.status[role], job.rusage[role] = status, rusage
+                self._kill_group(pid)
+            else:
+                job.killed.add(role)
+                self._kill_group(pid)
+        if not job.pids:
+            self._finished([job])
+
     # -- launching -------------------------------------------------------------------------
     def _start(self, seq: int, meta: dict, fds: dict[str, int]) -> None:
         job = _Job(seq, meta, fds)
         job.slot = self.free_slots.pop()
         job.nonce = os.urandom(16).hex()
         pipes: list[int] = []
+        judge = None
         try:
             job.workdir = self._make_workdir(job.slot)
             for name in ("out", "err", "verdict"):
                 job.mem[name] = os.memfd_create(f"sandbox-{name}", os.MFD_CLOEXEC)
             job.setup_fd = os.memfd_create("sandbox-setup", os.MFD_CLOEXEC)
             if "single" in fds:
-                plan = [("single", self._single_fds(job))]
+                role, child_fds = "single", [fds.get("stdin", self.devnull), job.mem["out"],
+                                             job.mem["err"], job.mem["verdict"], fds["single"]]
             else:
+                judge = self._judge_for(job.slot)
                 c2j_r, c2j_w = os.pipe2(os.O_CLOEXEC)
                 j2c_r, j2c_w = os.pipe2(os.O_CLOEXEC)
                 pipes = [c2j_r, c2j_w, j2c_r, j2c_w]
-                stdin = fds.get("stdin", self.devnull)
-                plan = [("cand", [stdin, job.mem["out"], job.mem["err"], c2j_w, j2c_r, fds["cand"]]),
-                        ("judge", [self.devnull, self.devnull, self.devnull, job.mem["verdict"],
-                                   c2j_r, j2c_w, fds["judge"]])]
+                role, child_fds = "cand", [fds.get("stdin", self.devnull), job.mem["out"],
+                                           job.mem["err"], c2j_w, j2c_r, fds["cand"]]
         except (OSError, KeyError) as exc:
             self._abandon(job, pipes, f"could not prepare request: {exc!r}")
             return
         job.start = time.monotonic()
         job.deadline = job.start + float(meta.get("timeout", 10.0))
-        for role, child_fds in plan:
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            self._abandon(job, pipes, f"fork failed: {exc}")
+            return
+        if pid == 0:  # ------------------------------------------------------------- child
+            code = 70
             try:
-                pid = os.fork()
-            except OSError as exc:
-                for pid in job.pids:
-                    self._kill_group(pid)
-                self._abandon(job, pipes, f"fork failed: {exc}")
-                return
-            if pid == 0:  # ------------------------------------------------------- child
-                code = 70
-                try:
-                    code = self._child(role, job, child_fds)
-                finally:
-                    os._exit(code)
-            job.pids[pid] = role
-            self.jobs[pid] = job
+                code = self._child(role, job, child_fds)
+            finally:
+                os._exit(code)
+        job.pids[pid] = role
+        self.jobs[pid] = job
+        if judge is not None:
+            request = json.dumps({"seq": seq, "nonce": job.nonce, "timeout": job.meta.get("timeout", 10.0),
+                                  "memory_mb": job.meta.get("memory_mb", 1024)}).encode("ascii")
+            try:
+                judge.sock.sendmsg([request], [(_SOL_SOCKET, _SCM_RIGHTS, self.channel.array(
+                    "i", [fds["judge"], pipes[0], pipes[3], job.mem["verdict"]]).tobytes())])
+                judge.job = job
+                job.judge = "running"
+            except OSError:  # the judge died before it could take the request
+                job.judge = "died"
+                job.status["judge"] = 0
+                self._retire_judge(job.slot, kill=True)
         for fd in [*pipes, *job.fds.values()]:
             os.close(fd)
         job.fds = {}
-
-    def _single_fds(self, job: _Job) -> list[int]:
-        return [job.fds.get("stdin", self.devnull), job.mem["out"], job.mem["err"],
-                job.mem["verdict"], job.fds["single"]]
 
     def _abandon(self, job: _Job, pipes: list[int], detail: str) -> None:
         for fd in [*pipes, *job.fds.values()]:
@@ -448,69 +572,75 @@ class Server:
             os.chmod(path, 0o1777)
         return path
 
-    def _child(self, role: str, job: _Job, fds: list[int]) -> int:
-        """Runs in a forked child: wall it in, then hand over to the harness. Returns exit code."""
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        # objects owning descriptors must not close a reused number when collected later
-        self.ep.close()
-        self.channel.sock.detach()
-        setup_fd = job.setup_fd
+    def _wall(self, role: str, slot: int, workdir: str, meta: dict, fds: list[int],
+              setup_fd: int) -> bool:
+        """In a forked child: arrange ``fds`` as 0, 1, 2, ..., enter ``workdir``, apply rlimits,
+        drop to the role's uid, apply Landlock and seccomp, close everything else. On failure
+        (no untrusted code has run yet) write the reason to ``setup_fd`` and return False; on
+        success ``setup_fd`` is closed, so the sample can never claim an infra failure."""
         try:
+            signal.set_wakeup_fd(-1)
+            _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)  # the C function: no enum conversions
+            # objects owning descriptors must not close a reused number when collected later
+            self.ep.close()
+            self.channel.sock.detach()
             os.setsid()
             # move every descriptor we pass out of the way, then into place as 0, 1, 2, 3, ...
             moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, _LOW_FD) for fd in fds]
             setup_fd = fcntl.fcntl(setup_fd, fcntl.F_DUPFD, _LOW_FD)
             for target, fd in enumerate(moved):
                 os.dup2(fd, target)
-            payload_fd = len(fds) - 1
-            size = os.fstat(payload_fd).st_size
-            payload = json.loads(os.pread(payload_fd, size, 0)) if size else {}
-            workdir = job.workdir
             if role != "judge":
-                self._write_files(workdir, payload.get("files") or {})
-                os.chdir(workdir)
-            else:
-                os.chdir("/")
-            self._limits(job.meta)
-            uid = -1
+                payload_fd = len(fds) - 1
+                size = os.fstat(payload_fd).st_size
+                self.payload = marshal.loads(os.pread(payload_fd, size, 0)) if size else {}
+                self._write_files(workdir, self.payload.get("files") or {})
+            os.chdir(workdir)
+            self._limits(meta)
             if self.facts["drop_uid"]:
-                uid = self.uid_base + job.slot + (self.workers if role == "judge" else 0)
+                uid = self.uid_base + slot + (self.workers if role == "judge" else 0)
                 os.setgroups([])
                 os.setgid(uid)
                 os.setuid(uid)
             else:
                 self.walls["libc"].prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
             environ = os.environ  # already reduced to child_env once at server start
-            environ["HOME"] = environ["TMPDIR"] = environ["PWD"] = workdir if role != "judge" else "/"
+            environ["HOME"] = environ["TMPDIR"] = environ["PWD"] = workdir
             policy = self.walls.get("landlock")
             if policy is not None:
                 policy.apply(rw_dirs=[workdir] if role != "judge" else [])
-            allow = bool(job.meta.get("allow_subprocess")) and role != "judge"
+            allow = bool(meta.get("allow_subprocess")) and role != "judge"
             program = self.walls.get("seccomp_allow" if allow else "seccomp_deny")
             if program is not None:
                 self.walls["apply_seccomp"](program)
-            os.closerange(payload_fd, 1 << 30)  # payload, setup channel, Landlock rules, the rest
+            # the payload, the setup channel, Landlock's descriptors and everything else
+            os.closerange(len(fds) - (0 if role == "judge" else 1), 1 << 30)
             sys.argv[:] = ["sandbox"]
+            return True
         except BaseException as exc:  # noqa: BLE001 - no untrusted code has run yet: infra
             try:
                 os.write(setup_fd, f"{role} setup failed: {type(exc).__name__}: {exc}\n".encode(
                     "utf-8", "replace"))
             except OSError:
                 pass
+            return False
+
+    def _child(self, role: str, job: _Job, fds: list[int]) -> int:
+        """Runs in a forked sample process: wall it in, then hand over to the harness."""
+        if not self._wall(role, job.slot, job.workdir, job.meta, fds, job.setup_fd):
             return 70
-        # setup_fd is closed now (closerange): the sample cannot claim an infra failure
-        nonce, modules = job.nonce, self.modules
+        payload, nonce, modules, workdir = self.payload, job.nonce, self.modules, job.workdir
         payload["audit_hook"] = bool(self.cfg.get("audit_hook", True))
         sys.modules.pop("__main__", None)
         del job, fds
+        self.payload = None
         if role == "single":
             return modules["runner"].run_request(payload, nonce, 3, workdir)
         payload["limits"] = self.boundary_limits
-        if role == "cand":
-            return modules["boundary"].candidate_main(payload, modules["codec"],
-                                                      modules["runner"].install_policy, workdir)
-        return modules["boundary"].judge_main(payload, modules["codec"], nonce)
+        return modules["boundary"].candidate_main(payload, modules["codec"],
+                                                  modules["runner"].install_policy, workdir)
+
+    payload: dict | None = None
 
     def _write_files(self, workdir: str, files: dict) -> None:
         for rel, text in files.items():
@@ -525,15 +655,21 @@ class Server:
                 fh.write(text)
 
     def _limits(self, meta: dict) -> None:
+        """rlimits of a child. A judge (``timeout`` 0) gets open CPU and memory hard limits: it
+        lowers the soft ones for each request it runs."""
         lim = self.limits
         timeout = float(meta.get("timeout", 10.0))
-        for rlim, value in ((resource.RLIMIT_AS, int(meta.get("memory_mb", 1024)) << 20),
-                            (resource.RLIMIT_CPU, int(timeout) + 2),
+        memory = int(meta.get("memory_mb", 1024)) << 20
+        for rlim, value in ((resource.RLIMIT_AS, memory),
+                            (resource.RLIMIT_CPU, int(timeout) + 2 if timeout else 0),
                             (resource.RLIMIT_CORE, 0),
                             (resource.RLIMIT_FSIZE, int(lim.get("file_size_mb", 64)) << 20),
                             (resource.RLIMIT_NOFILE, int(lim.get("open_files", 256))),
                             (resource.RLIMIT_NPROC, int(lim.get("processes", 64)))):
             hard = self.hard_limits[rlim]
+            if rlim in (resource.RLIMIT_AS, resource.RLIMIT_CPU) and not value:
+                resource.setrlimit(rlim, (hard, hard))
+                continue
             if hard != resource.RLIM_INFINITY and value > hard:
                 value = hard
             resource.setrlimit(rlim, (value, value))
@@ -565,34 +701,49 @@ class Server:
                 break
             job = self.jobs.pop(pid, None)
             if job is None:
-                continue  # an adopted orphan (we are a subreaper)
+                self._judge_exited(pid, status, rusage)
+                continue
             role = job.pids.pop(pid)
             job.status[role], job.rusage[role] = status, rusage
             self._kill_group(pid)  # leftovers in that process group
-            if role in ("judge", "single"):
-                for other, other_role in list(job.pids.items()):  # the verdict is in: stop the rest
-                    try:  # one that already ended by itself keeps its own exit status
-                        done, ostatus, orusage = os.wait4(other, os.WNOHANG)
-                    except ChildProcessError:
-                        done = 0
-                    if done:
-                        del job.pids[other], self.jobs[other]
-                        job.status[other_role], job.rusage[other_role] = ostatus, orusage
-                        self._kill_group(other)
-                    else:
-                        job.killed.add(other_role)
-                        self._kill_group(other)
-            if not job.pids:
+            if role == "single":
+                self._verdict_in(job)
+            elif not job.pids and job.judge != "running":
                 finished.append(job)
         if finished:
-            # escapees first: the freed slot's uids are about to be reused by the next request
+            self._finished(finished)
+
+    def _judge_exited(self, pid: int, status: int, rusage: object) -> None:
+        """A judge ended (killed by us, a limit, or a crash): the request it was running, if
+        any, is graded from how it ended; the slot gets a fresh judge next time."""
+        if self.retired.pop(pid, None) is not None:
+            return
+        for slot, judge in list(self.judges.items()):
+            if judge.pid != pid:
+                continue
+            setup = os.pread(judge.setup_fd, 2000, 0).decode("utf-8", "replace").strip()
+            job = judge.job
+            self._retire_judge(slot, kill=False)
+            self.retired.pop(pid, None)
+            if job is not None:
+                job.judge = "died"
+                job.status["judge"], job.rusage["judge"] = status, rusage
+                if setup:
+                    os.pwrite(job.setup_fd, setup.encode("utf-8"), 0)
+                self._verdict_in(job)
+            return
+
+    def _finished(self, jobs: list[_Job]) -> None:
+        # escapees first: the freed slot's uids are about to be reused by the next request
+        # (without a subprocess-allowing request, the seccomp filter forbids creating any)
+        if any(job.meta.get("allow_subprocess") for job in jobs) or not self.facts["seccomp"]:
             self._kill_escapees()
-            for job in finished:
-                self._finish_dir(job)
-                self.free_slots.append(job.slot)
-            self._launch()  # keep the cores busy; book-keeping of finished jobs comes after
-            for job in finished:
-                self._grade(job)
+        for job in jobs:
+            self._finish_dir(job)
+            self.free_slots.append(job.slot)
+        self._launch()  # keep the cores busy; book-keeping of finished jobs comes after
+        for job in jobs:
+            self._grade(job)
 
     def _launch(self) -> None:
         while self.pending and self.free_slots and not self.shutting_down:
@@ -600,8 +751,8 @@ class Server:
             self._start(seq, meta, fds)
 
     def _kill_escapees(self) -> None:
-        """Kill direct children that are not current jobs: descendants that escaped their
-        process group and were re-parented to us (the server is a child subreaper)."""
+        """Kill direct children that are neither current jobs nor judges: descendants that
+        escaped their process group and were re-parented to us (the server is a subreaper)."""
         if not self.facts["subreaper"]:
             return
         try:
@@ -609,8 +760,9 @@ class Server:
                 pids = [int(p) for p in fh.read().split()]
         except OSError:
             return
+        judges = {j.pid for j in self.judges.values()} | set(self.retired)
         for pid in pids:
-            if pid not in self.jobs:
+            if pid not in self.jobs and pid not in judges:
                 for kill in (os.killpg, os.kill):
                     try:
                         kill(pid, signal.SIGKILL)
@@ -677,35 +829,34 @@ class Server:
             if sig == signal.SIGKILL and self.memory_cgroup and _oom_kills(self.memory_cgroup) > self.oom_seen:
                 self.oom_seen = _oom_kills(self.memory_cgroup)
                 return "memory_exceeded", "killed by the out-of-memory killer (executor cgroup limit)"
-            if maxrss >= 0.9 * (int(job.meta.get("memory_mb", 1024)) << 10):
+            if role != "judge" and maxrss >= 0.9 * (int(job.meta.get("memory_mb", 1024)) << 10):
                 return "memory_exceeded", f"{subject} was killed by signal {sig} near the memory limit"
             return "error", f"{subject} was killed by signal {sig}"
         code = os.waitstatus_to_exitcode(status)
         return None if code == 0 else ("error", f"{subject} exited with status {code}")
 
+    @staticmethod
+    def _exit_status(status: int) -> int:
+        return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
+
     def _grade(self, job: _Job) -> None:
         duration = time.monotonic() - job.start
-        main = "single" if "single" in job.status else "judge"
-        status = job.status.get(main)
+        sample = "single" if "single" in job.status else "cand"
         exit_status = None
-        if status is not None:
-            exit_status = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
-        if "cand" in job.status:  # the sample's own exit status is what users want to see
-            cstat = job.status["cand"]
-            if "cand" not in job.killed:
-                exit_status = -os.WTERMSIG(cstat) if os.WIFSIGNALED(cstat) else os.waitstatus_to_exitcode(cstat)
-        maxrss = max((getattr(r, "ru_maxrss", 0) or 0 for r in job.rusage.values()), default=None)
+        if sample in job.status and sample not in job.killed:
+            exit_status = self._exit_status(job.status[sample])
+        maxrss = getattr(job.rusage.get(sample), "ru_maxrss", None)
         setup = os.pread(job.setup_fd, 2000, 0).decode("utf-8", "replace").strip()
         record = self._record(job)
         exec_time, from_record = None, 0
-        sample_death = self._death(job, "cand" if main == "judge" else "single", "the sample's process")
+        sample_death = self._death(job, sample, "the sample's process")
         if setup:
             outcome, detail = "infra_error", setup
         elif job.timed_out:
             outcome, detail = "timeout", f"killed after {job.meta.get('timeout')}s wall-clock limit"
         elif sample_death is not None and sample_death[0] == "sandbox_violation":
             outcome, detail = sample_death
-        elif main == "single":
+        elif sample == "single":
             if record is not None and exit_status == 0 and record[0] != "candidate_died":
                 outcome, exec_time, from_record = record
                 detail = ""
@@ -717,16 +868,14 @@ class Server:
                 outcome, detail = "error", "exited with status 0 before the harness reported a result"
             else:
                 outcome, detail = "error", f"exited with status {exit_status} without a harness verdict"
+        elif job.judge != "done" or record is None:
+            outcome, detail = self._death(job, "judge", "the judge") or ("error", "the judge ended without a verdict")
+        elif record[0] == "candidate_died":
+            outcome, detail = sample_death or ("error", "the sample's process ended during the test")
+            exec_time = record[1]
         else:
-            judge_death = self._death(job, "judge", "the judge")
-            if record is None or judge_death is not None:
-                outcome, detail = judge_death or ("error", "the judge ended without a verdict")
-            elif record[0] == "candidate_died":
-                outcome, detail = sample_death or ("error", "the sample's process ended during the test")
-                exec_time = record[1]
-            else:
-                outcome, exec_time, from_record = record
-                detail = ""
+            outcome, exec_time, from_record = record
+            detail = ""
         self._emit(job, outcome, exit_status, duration, detail, exec_time, maxrss, from_record)
 
     def _emit(self, job: _Job, outcome: str, exit_status, duration: float, detail: str,
@@ -745,26 +894,48 @@ class Server:
         job.mem, job.setup_fd = {}, -1
 
     # -- loop ------------------------------------------------------------------------------
+    def _expire(self, job: _Job) -> None:
+        """Wall-clock limit reached (or shutdown): kill the sample and, when it was running
+        this request's test, the slot's judge (its state is unknown; a fresh one follows)."""
+        job.timed_out = True
+        for pid in job.pids:
+            self._kill_group(pid)
+        if job.judge == "running":
+            judge = self.judges.get(job.slot)
+            if judge is not None and judge.job is job:
+                judge.job = None
+                self._retire_judge(job.slot, kill=True)
+            job.judge = "died"
+            if not job.pids:
+                self._finished([job])
+
     def serve(self) -> None:
         while True:
             self._launch()
-            if self.shutting_down and not self.jobs:
+            if self.shutting_down and not self.jobs and not any(j.job for j in self.judges.values()):
+                for slot in list(self.judges):
+                    self._retire_judge(slot, kill=True)
                 return
             now = time.monotonic()
             timeout = None
-            for pid, job in list(self.jobs.items()):
-                if not job.timed_out:
-                    left = job.deadline - now
-                    if left <= 0:
-                        job.timed_out = True
-                        for other in job.pids:
-                            self._kill_group(other)
+            running = {id(job): job for job in self.jobs.values()}
+            running.update({id(j.job): j.job for j in self.judges.values() if j.job is not None})
+            for job in running.values():
+                if job.timed_out:
+                    continue
+                if job.linger:
+                    if now >= job.linger:
+                        job.linger = 0.0
+                        self._verdict_in(job)  # stop what is left of it
                     else:
-                        timeout = left if timeout is None else min(timeout, left)
+                        timeout = min(timeout or _LINGER, job.linger - now)
+                    continue
+                left = job.deadline - now
+                if left <= 0 or self.shutting_down:
+                    self._expire(job)
+                else:
+                    timeout = left if timeout is None else min(timeout, left)
             if self.shutting_down:
-                for pid, job in self.jobs.items():
-                    job.timed_out = True
-                    self._kill_group(pid)
                 timeout = 0.05
             for fd, _mask in self.ep.poll(-1 if timeout is None else timeout):
                 if fd == self.ctl_fd:
@@ -775,6 +946,8 @@ class Server:
                             pass
                     except BlockingIOError:
                         pass
+                elif fd in self.judge_fds:
+                    self._judge_report(self.judge_fds[fd])
             self._reap()
 
 
@@ -843,8 +1016,11 @@ def main() -> int:
         if hidden_stdlib and os.geteuid() == 0 and cfg.get("drop_uid", True):
             facts["notes"].append("the interpreter lives under a directory other users cannot search "
                                   "and no mount namespace could expose it: not dropping privileges")
-        for ctl in ("ctypes", "_ctypes"):
-            for name in [n for n in sys.modules if n == ctl or n.startswith(ctl + ".")]:
+        # what only set-up needed leaves (a smaller server forks faster); ctypes objects the
+        # walls hold stay alive, but a child can no longer import the module by name
+        for gone in ("ctypes", "_ctypes", "sysconfig", "glob", "fnmatch", "importlib.util",
+                     "_sysconfigdata", "ntpath"):
+            for name in [n for n in sys.modules if n == gone or n.startswith(gone + ".")]:
                 del sys.modules[name]
         _preload([*(cfg.get("preload") or DEFAULT_PRELOAD), *REQUIRED_PRELOAD], facts)
         level = _level(facts)
