@@ -42,6 +42,7 @@ import signal
 import struct
 
 import _signal
+import _socket
 import marshal
 import sys
 import time
@@ -152,7 +153,6 @@ def _setup_namespaces(cfg: dict, libc) -> dict:
 def _loopback_up(facts: dict) -> None:
     """Bring ``lo`` up inside the new namespace so localhost servers in tests still work."""
     import fcntl
-    import _socket  # the C module only: keeps the server (and every fork of it) small
 
     try:
         sock = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
@@ -266,7 +266,6 @@ class _Channel:
     """The caller's socket (SOCK_SEQPACKET: one message per JSON object, fds as SCM_RIGHTS)."""
 
     def __init__(self, fd: int) -> None:
-        import _socket
         from array import array
 
         self.sock = _socket.socket(fileno=fd)
@@ -324,7 +323,7 @@ class _Judge:
 
     __slots__ = ("pid", "sock", "setup_fd", "job", "served")
 
-    def __init__(self, pid: int, sock: object, setup_fd: int) -> None:
+    def __init__(self, pid: int, sock: "_socket.socket", setup_fd: int) -> None:
         self.pid, self.sock, self.setup_fd = pid, sock, setup_fd
         self.job: _Job | None = None
         self.served = 0
@@ -404,8 +403,6 @@ class Server:
         judge = self.judges.get(slot)
         if judge is not None:
             return judge
-        import _socket
-
         mine, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         setup_fd = os.memfd_create("judge-setup", os.MFD_CLOEXEC)
         try:
@@ -629,7 +626,7 @@ class Server:
         """Runs in a forked sample process: wall it in, then hand over to the harness."""
         if not self._wall(role, job.slot, job.workdir, job.meta, fds, job.setup_fd):
             return 70
-        payload, nonce, modules, workdir = self.payload, job.nonce, self.modules, job.workdir
+        payload, nonce, modules, workdir = self.payload or {}, job.nonce, self.modules, job.workdir
         payload["audit_hook"] = bool(self.cfg.get("audit_hook", True))
         sys.modules.pop("__main__", None)
         del job, fds
