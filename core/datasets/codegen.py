@@ -12,6 +12,9 @@ test                str       Python defining ``check(candidate)``; raises on fa
 canonical_solution  str       reference body; ``prompt + canonical_solution`` passes
 packages            [str]     optional, pip requirements the tests need (default [])
 timeout             float     optional, seconds for the whole test run (default: executor's)
+grading             str       optional, ``boundary`` (default: the test runs in a trusted judge
+                              process, the sample only returns data) or ``in_process`` (for
+                              tests that need objects the sample defines)
 metadata            object    optional, free-form (source, license, difficulty...)
 =================== ========= ==========================================================
 
@@ -32,7 +35,8 @@ from core.common.errors import DatasetError
 from core.common.jsonl import iter_jsonl
 
 REQUIRED_FIELDS: tuple[str, ...] = ("task_id", "prompt", "entry_point", "test", "canonical_solution")
-OPTIONAL_FIELDS: tuple[str, ...] = ("packages", "timeout", "metadata")
+OPTIONAL_FIELDS: tuple[str, ...] = ("packages", "timeout", "grading", "metadata")
+GRADING_TIERS: tuple[str, ...] = ("boundary", "in_process")
 
 
 @dataclass(frozen=True)
@@ -47,11 +51,14 @@ class CodegenTask:
     packages: tuple[str, ...] = ()
     timeout: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    grading: str = "boundary"
 
     def to_record(self) -> dict[str, Any]:
         """JSON-ready dict in schema field order (``packages`` as a list)."""
         record = asdict(self)
         record["packages"] = list(self.packages)
+        if self.grading == "boundary":  # the default is not written out
+            del record["grading"]
         return record
 
     def program(self, code: str) -> str:
@@ -84,9 +91,13 @@ class CodegenTask:
         metadata = record.get("metadata") or {}
         if not isinstance(metadata, dict):
             raise DatasetError("'metadata' must be an object", source=source, line=line)
+        grading = record.get("grading", "boundary")
+        if grading not in GRADING_TIERS:
+            raise DatasetError(f"'grading' must be one of {', '.join(GRADING_TIERS)}, got {grading!r}",
+                               source=source, line=line)
         return cls(record["task_id"], record["prompt"], record["entry_point"], record["test"],
                    record["canonical_solution"], tuple(packages),
-                   float(timeout) if timeout is not None else None, dict(metadata))
+                   float(timeout) if timeout is not None else None, dict(metadata), grading)
 
 
 def read_codegen_jsonl(path: str | os.PathLike[str]) -> Iterator[CodegenTask]:

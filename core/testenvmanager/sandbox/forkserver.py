@@ -8,6 +8,8 @@ then serves requests.
 
 Protocol (one JSON object per socket message; file descriptors ride along as ``SCM_RIGHTS``):
 
+* messages are ``marshal``-encoded dicts (both ends are this project's trusted code; marshal is
+  much cheaper than JSON for the server, which handles every request serially);
 * caller -> server: ``{"op": "run", "seq": n, "meta": {...}, "fds": [names]}`` with one memfd per
   name: ``single`` (in-process tier: program, test, files), or ``cand`` + ``judge`` (boundary
   tier: the program for the candidate, the test and helpers for the judge), and optionally
@@ -273,7 +275,7 @@ class _Channel:
         self.cmsg_space = _socket.CMSG_SPACE(16 * 4)
 
     def send(self, obj: dict, fds: list[int] = ()) -> None:  # type: ignore[assignment]
-        data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
+        data = marshal.dumps(obj)
         anc = [(_SOL_SOCKET, _SCM_RIGHTS, self.array("i", fds).tobytes())] if fds else []
         self.sock.sendmsg([data], anc)
 
@@ -292,7 +294,7 @@ class _Channel:
                 fds.extend(arr)
         if not data and not fds:
             return None
-        return json.loads(data), fds
+        return marshal.loads(data), fds
 
 
 class _Job:
@@ -957,7 +959,11 @@ def _prepare_walls(cfg: dict, facts: dict, walls_module, libc) -> dict:
         try:
             abi = walls_module.landlock_abi()
             if abi > 0:
-                read_dirs = [*READ_DIRS, *facts.get("interpreter_dirs", []), *(cfg.get("read_paths") or [])]
+                read_dirs: list[str] = []
+                for path in [*READ_DIRS, *facts.get("interpreter_dirs", []), *(cfg.get("read_paths") or [])]:
+                    real = os.path.realpath(path)  # /lib -> /usr/lib on merged-/usr systems
+                    if os.path.exists(real) and not any(real == d or real.startswith(d + "/") for d in read_dirs):
+                        read_dirs = [d for d in read_dirs if not d.startswith(real + "/")] + [real]
                 # its descriptors live above the numbers children arrange (0, 1, 2, ...)
                 walls["landlock"] = walls_module.LandlockPolicy(read_dirs, min_fd=_RESERVED_FD)
                 facts["landlock_abi"] = abi

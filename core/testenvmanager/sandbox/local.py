@@ -260,10 +260,10 @@ class LocalExecutor(Executor):
             for fd in fds:
                 os.close(fd)
             return None
-        return json.loads(data), fds
+        return marshal.loads(data), fds
 
     def _send(self, obj: dict, fds: list[int] = ()) -> None:  # type: ignore[assignment]
-        data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
+        data = marshal.dumps(obj)
         anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())] if fds else []
         self._sock.sendmsg([data], anc)
 
