@@ -92,6 +92,23 @@ GOOD_PROGRAM = "def add(a, b):\n    return a + b\n"
 CHECK_ADD = "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n"
 
 
+def uid_processes(first: int, count: int) -> list[int]:
+    """Pids of running processes whose real uid is in ``[first, first + count)``."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status") as fh:
+                    for line in fh:
+                        if line.startswith("Uid:"):
+                            if first <= int(line.split()[1]) < first + count:
+                                pids.append(int(entry))
+                            break
+            except OSError:
+                continue
+    return pids
+
+
 def assert_alive(executor) -> None:
     """The harness still grades a correct program as passed."""
     res = run_one(executor, id="alive", program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add")

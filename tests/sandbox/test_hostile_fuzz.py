@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from core.testenvmanager.sandbox import ExecRequest, Outcome, get_executor
 
-from .conftest import CHECK_ADD, GOOD_PROGRAM
+from .conftest import CHECK_ADD, GOOD_PROGRAM, uid_processes
 
 FUZZ_UID_BASE = 63000
 SNIPPETS = [
@@ -64,22 +64,6 @@ program_strategy = st.one_of(
 )
 
 
-def _uid_processes(base: int) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/status") as fh:
-                    for line in fh:
-                        if line.startswith("Uid:"):
-                            if base <= int(line.split()[1]) < base + 16:
-                                pids.append(int(entry))
-                            break
-            except OSError:
-                continue
-    return pids
-
-
 def _listing() -> set[tuple[str, str]]:
     found = set()
     for d in ("/tmp", "/dev/shm"):
@@ -116,8 +100,8 @@ def test_hostile_fuzz_random_programs() -> None:
     finally:
         executor.close()
     deadline = time.monotonic() + 3
-    while _uid_processes(FUZZ_UID_BASE) and time.monotonic() < deadline:
+    while uid_processes(FUZZ_UID_BASE, 16) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _uid_processes(FUZZ_UID_BASE), "sandboxed processes outlived the executor"
+    assert not uid_processes(FUZZ_UID_BASE, 16), "sandboxed processes outlived the executor"
     assert not {p for p in cgroups if os.path.exists(p)}, "cgroups left behind"
     assert not {n for n in _listing() - before if "ianvs" in n[1]}, _listing() - before

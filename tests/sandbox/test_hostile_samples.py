@@ -15,7 +15,8 @@ import pytest
 
 from core.testenvmanager.sandbox import IsolationLevel, Outcome
 
-from .conftest import CHECK_ADD, GOOD_PROGRAM, SECRET, TEST_UID_BASE, assert_alive, run_one
+from .conftest import (CHECK_ADD, GOOD_PROGRAM, SECRET, TEST_UID_BASE, assert_alive, run_one,
+                       uid_processes)
 
 WRONG = "def add(a, b):\n    return a - b\n"
 
@@ -51,21 +52,9 @@ def _stdout_lacks(text: str) -> Callable:
 
 
 def _sandbox_uid_processes() -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/status") as fh:
-                    for line in fh:
-                        if line.startswith("Uid:"):
-                            # the sample uids of the 2-worker session executor (its judges,
-                            # TEST_UID_BASE + 2.., are long-lived and never run sample code)
-                            if TEST_UID_BASE <= int(line.split()[1]) < TEST_UID_BASE + 2:
-                                pids.append(int(entry))
-                            break
-            except OSError:
-                continue
-    return pids
+    # the sample uids of the 2-worker session executor (its judges, TEST_UID_BASE + 2..,
+    # are long-lived and never run sample code)
+    return uid_processes(TEST_UID_BASE, 2)
 
 
 def _no_survivors(res) -> None:
