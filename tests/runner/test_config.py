@@ -130,3 +130,31 @@ def test_rank_errors_become_config_errors(toy: Path) -> None:
     write(toy / "benchmarkingjob.yaml", text)
     with pytest.raises(ConfigError, match="save_mode"):
         load_job(toy / "benchmarkingjob.yaml")
+
+
+@pytest.mark.parametrize("snippet, message", [
+    ('  sandbox:\n    backend: "locl"\n', "unknown executor backend 'locl'; known backends: local (did you mean 'local'?)"),
+    ('  sandbox:\n    landlok: true\n', "backend 'local' has no option 'landlok' (did you mean 'landlock'?)"),
+    ('  sandbox:\n    min_isolation: "kernal"\n', "unknown isolation level 'kernal'"),
+    ('  sandbox:\n    timeout: -1\n', "must be 'auto' or a positive number"),
+    ('  sandbox:\n    memory_mb: 4\n', "must be a whole number of MB >= 16"),
+    ('  sandbox:\n    timeout_floor: "x"\n', "must be a positive number"),
+])
+def test_sandbox_settings_are_checked_before_anything_runs(toy: Path, snippet: str, message: str) -> None:
+    """A typo in ``sandbox:`` is one error naming file, line and fix at load time (validate and
+    ``ianvs -f`` alike), not a failure of every test case after the model has generated."""
+    env = toy / "testenv.yaml"
+    write(env, env.read_text() + snippet)
+    with pytest.raises(ConfigError) as err:
+        load_job(toy / "benchmarkingjob.yaml")
+    text = str(err.value)
+    assert message in text and "testenv.yaml:" in text, text
+
+
+def test_sandbox_options_of_the_backend_are_accepted(toy: Path) -> None:
+    env = toy / "testenv.yaml"
+    write(env, env.read_text() + '  sandbox:\n    backend: "local"\n    min_isolation: "kernel"\n'
+                                 '    workers: 1\n    landlock: true\n    timeout: 2\n')
+    job = load_job(toy / "benchmarkingjob.yaml")
+    assert job.testenv.sandbox == {"backend": "local", "min_isolation": "kernel", "workers": 1,
+                                   "landlock": True, "timeout": 2}

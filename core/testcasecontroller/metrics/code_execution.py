@@ -36,6 +36,7 @@ from typing import Any
 
 from core.common.errors import ConfigError
 from core.common.progress import progress_bar
+from core.testenvmanager.testenv.testenv import SANDBOX_KEYS
 from core.testenvmanager.sandbox import (ExecRequest, Executor, Outcome, calibrated_timeout,
                                          get_executor)
 
@@ -44,8 +45,7 @@ logger = logging.getLogger(__name__)
 EXEC_CACHE = "executions.jsonl"
 CALIBRATION_FILE = "calibration.json"
 GENERATION_ERROR = "generation_error"
-_GENERAL_KEYS = ("backend", "timeout", "timeout_factor", "timeout_floor", "timeout_ceiling",
-                 "memory_mb")
+_GENERAL_KEYS = SANDBOX_KEYS  # read here; every other sandbox key is a backend option
 
 
 @dataclass(frozen=True)

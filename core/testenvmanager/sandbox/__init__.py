@@ -10,7 +10,8 @@ Public API::
 See ``docs/sandbox.md`` for the outcome taxonomy and what the isolation protects against.
 """
 
-from .base import BUILTIN_BACKENDS, Executor, get_executor, known_backends, register_backend
+from .base import (BUILTIN_BACKENDS, Executor, check_backend_options, get_executor, known_backends,
+                   register_backend)
 from .calibrate import calibrate_timeouts, calibrated_timeout
 from .types import (
     ExecMode,
@@ -26,7 +27,7 @@ from .types import (
 )
 
 __all__ = [
-    "BUILTIN_BACKENDS", "Executor", "get_executor", "known_backends", "register_backend",
+    "BUILTIN_BACKENDS", "Executor", "check_backend_options", "get_executor", "known_backends", "register_backend",
     "calibrate_timeouts", "calibrated_timeout",
     "ExecMode", "ExecRequest", "ExecResult", "ExecutorClosedError", "GradingTier", "IsolationLevel",
     "IsolationUnavailableError", "Outcome", "SandboxError", "UnknownBackendError",

@@ -22,7 +22,8 @@ from core.common.errors import suggest
 
 from .types import ExecRequest, ExecResult, IsolationLevel, UnknownBackendError
 
-__all__ = ["Executor", "BUILTIN_BACKENDS", "register_backend", "get_executor", "known_backends"]
+__all__ = ["Executor", "BUILTIN_BACKENDS", "register_backend", "get_executor", "known_backends",
+           "check_backend_options"]
 
 LOGGER = logging.getLogger(__name__)
 
@@ -96,6 +97,36 @@ def known_backends() -> list[str]:
     return ClassFactory.aliases(ClassType.SANDBOX)
 
 
+def _unknown_backend(name: str) -> UnknownBackendError:
+    known = known_backends()
+    near = suggest(name, known)
+    return UnknownBackendError(f"unknown executor backend {name!r}; known backends: {', '.join(known)}"
+                               + (f" ({near})" if near else ""))
+
+
+def check_backend_options(name: str, options: dict[str, object]) -> None:
+    """Check, without starting anything, that backend ``name`` exists and takes ``options``.
+
+    Raises :class:`UnknownBackendError` for an unknown backend, ``TypeError`` naming an option
+    its constructor does not accept (with a near match), ``ValueError`` for a ``min_isolation``
+    that is not a level.
+    """
+    if not ClassFactory.is_exists(ClassType.SANDBOX, name):
+        raise _unknown_backend(name)
+    from core.common.signatures import keyword_parameters
+
+    params = keyword_parameters(ClassFactory.get_cls(ClassType.SANDBOX, name))
+    if not params.takes_any:
+        for key in options:
+            if key not in params.accepted:
+                near = suggest(str(key), list(params.accepted))
+                raise TypeError(f"backend {name!r} has no option {key!r}"
+                                + (f" ({near})" if near else
+                                   f"; its options: {', '.join(params.accepted)}"))
+    if "min_isolation" in options:
+        IsolationLevel.parse(options["min_isolation"])  # type: ignore[arg-type]
+
+
 def get_executor(name: str, **options: object) -> Executor:
     """Build the backend registered as ``name`` with ``options``.
 
@@ -104,11 +135,7 @@ def get_executor(name: str, **options: object) -> Executor:
     ``IsolationUnavailableError``).
     """
     if not ClassFactory.is_exists(ClassType.SANDBOX, name):
-        known = known_backends()
-        near = suggest(name, known)
-        raise UnknownBackendError(
-            f"unknown executor backend {name!r}; known backends: {', '.join(known)}"
-            + (f" ({near})" if near else ""))
+        raise _unknown_backend(name)
     factory: Factory = ClassFactory.get_cls(ClassType.SANDBOX, name)
     executor = factory(**options)
     LOGGER.debug("created executor %s (isolation=%s)", name, executor.isolation)

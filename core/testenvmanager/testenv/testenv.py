@@ -56,6 +56,42 @@ class TestEnvConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+#: sandbox keys the code-executing metrics read themselves; every other key is a backend option
+SANDBOX_KEYS = ("backend", "timeout", "timeout_factor", "timeout_floor", "timeout_ceiling",
+                "memory_mb")
+
+
+def _sandbox_settings(sec: Section) -> dict[str, Any]:
+    """Check ``sandbox:`` strictly, without starting anything: the backend is registered, every
+    other key is an option its constructor accepts, and the values make sense."""
+    from core.testenvmanager.sandbox import UnknownBackendError, check_backend_options
+
+    data = dict(sec.data)
+    backend = sec.get("backend", str, "local")
+    timeout = data.get("timeout", "auto")
+    if timeout != "auto" and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                              or timeout <= 0):
+        raise sec.error("timeout", f"must be 'auto' or a positive number of seconds, got {timeout!r}")
+    for key in ("timeout_factor", "timeout_floor", "timeout_ceiling"):
+        value = data.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise sec.error(key, f"must be a positive number, got {value!r}")
+    memory = data.get("memory_mb", 1024)
+    if isinstance(memory, bool) or not isinstance(memory, int) or memory < 16:
+        raise sec.error("memory_mb", f"must be a whole number of MB >= 16, got {memory!r}")
+    options = {k: v for k, v in data.items() if k not in SANDBOX_KEYS}
+    try:
+        check_backend_options(backend, options)
+    except UnknownBackendError as exc:
+        raise sec.error("backend", str(exc)) from None
+    except TypeError as exc:
+        named = next((k for k in options if repr(k) in str(exc)), None)
+        raise sec.error(named, str(exc)) from None
+    except ValueError as exc:
+        raise sec.error("min_isolation", str(exc)) from None
+    return data
+
+
 def load_testenv(path: Path, warnings: list[str] | None = None) -> TestEnvConfig:
     """Load and validate a testenv YAML file.
 
@@ -77,7 +113,7 @@ def load_testenv(path: Path, warnings: list[str] | None = None) -> TestEnvConfig
     rounds = sec.get("incremental_rounds", int, 2)
     return TestEnvConfig(
         source=path, dataset=dataset, metrics=tuple(metrics),
-        sandbox=dict(sec.get("sandbox", dict, {})),
+        sandbox=_sandbox_settings(sec.section("sandbox", {})),
         model_eval=dict(sec.get("model_eval", dict, {})),
         incremental_rounds=rounds, round=sec.get("round", int, 1),
         client_number=sec.get("client_number", int, 1),
