@@ -339,3 +339,44 @@ def test_custom_preload_keeps_the_harness_modules() -> None:
         assert res.passed, (res.outcome, res.detail, res.stderr[-500:])
         res = probe(ex, "import subprocess\nsubprocess.run(['true'])\nreturn True")
         assert res.outcome is not Outcome.PASSED  # subprocesses are still blocked
+
+
+def _judge_pids(uid: int) -> set[int]:
+    from .conftest import uid_processes
+
+    return set(uid_processes(uid, 1))
+
+
+def test_judges_are_replaced_after_their_request_budget() -> None:
+    """A slot's judge runs at most ``judge_requests`` tests; the next one starts fresh."""
+    with LocalExecutor(workers=1, judge_requests=2, uid_base=64000) as ex:
+        seen = []
+        for i in range(5):
+            res = probe(ex, "return True")
+            assert res.passed, res.detail
+            seen.append(frozenset(_judge_pids(64000 + 1)) if ex.facts.get("drop_uid") else None)
+        if ex.facts.get("drop_uid"):
+            assert len({s for s in seen if s}) >= 2, seen
+
+
+def test_a_test_that_kills_its_judge_is_never_a_pass_and_the_slot_recovers() -> None:
+    """Test code is trusted, but if it (or anything) kills the judge mid-test, the request is
+    graded from that death (never passed, never infra once the sample runs) and the slot's
+    next request gets a fresh judge."""
+    with LocalExecutor(workers=1, uid_base=64100) as ex:
+        for test in ("import os\ndef check(candidate):\n    candidate(1, 2)\n    os._exit(0)\n",
+                     "import os, signal\ndef check(candidate):\n    os.kill(os.getpid(), signal.SIGKILL)\n"):
+            res = run_one(ex, program=GOOD_PROGRAM, test=test, entry_point="add")
+            assert res.outcome is Outcome.ERROR, (res.outcome, res.detail)
+            assert "judge" in res.detail, res.detail
+            res = run_one(ex, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add")
+            assert res.passed, res.detail
+
+
+def test_a_timed_out_test_replaces_the_judge() -> None:
+    with LocalExecutor(workers=1, uid_base=64200) as ex:
+        res = run_one(ex, program=GOOD_PROGRAM, test="def check(candidate):\n    while True:\n        pass\n",
+                      entry_point="add", timeout=1.0)
+        assert res.outcome is Outcome.TIMEOUT, res.detail
+        res = run_one(ex, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add")
+        assert res.passed, res.detail

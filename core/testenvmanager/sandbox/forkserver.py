@@ -541,10 +541,12 @@ class Server:
                     "i", [fds["judge"], pipes[0], pipes[3], job.mem["verdict"]]).tobytes())])
                 judge.job = job
                 job.judge = "running"
-            except OSError:  # the judge died before it could take the request
+            except OSError as exc:  # the judge died before it could take the request: the
+                # harness failed, whatever the sample does (it cannot reach the judge)
                 job.judge = "died"
-                job.status["judge"] = 0
+                os.pwrite(job.setup_fd, f"the slot's judge could not take the request: {exc}".encode(), 0)
                 self._retire_judge(job.slot, kill=True)
+                self._verdict_in(job)
         for fd in [*pipes, *job.fds.values()]:
             os.close(fd)
         job.fds = {}

@@ -101,6 +101,8 @@ class LocalExecutor(Executor):
     audit_hook:
         the interpreter-level policy (precise ``sandbox_violation`` messages). Turning it off
         leaves only the kernel walls; the hostile test suite does that to show they hold alone.
+    judge_requests:
+        requests a slot's long-lived judge runs before it is replaced by a fresh one.
     processes / open_files / file_size_mb:
         per-child RLIMIT_NPROC, RLIMIT_NOFILE, RLIMIT_FSIZE.
     scratch_parent:
@@ -140,6 +142,7 @@ class LocalExecutor(Executor):
         workdir_inodes: int = 16384,
         boundary_limit_mb: int = 16,
         audit_hook: bool = True,
+        judge_requests: int = 500,
         processes: int = 64,
         open_files: int = 256,
         file_size_mb: int = 64,
@@ -159,6 +162,8 @@ class LocalExecutor(Executor):
             raise ValueError("workers must be >= 1")
         if boundary_limit_mb < 1:
             raise ValueError("boundary_limit_mb must be >= 1")
+        if judge_requests < 1:
+            raise ValueError("judge_requests must be >= 1")
         self.workers = workers
         self.min_isolation = IsolationLevel.parse(min_isolation)
         self.output_limit = int(output_limit)
@@ -175,7 +180,7 @@ class LocalExecutor(Executor):
             "hide_packages": bool(hide_packages), "workdir_mb": int(workdir_mb),
             "workdir_inodes": int(workdir_inodes), "scratch_parent": scratch_parent,
             "boundary_limits": {"max_bytes": int(boundary_limit_mb) << 20},
-            "audit_hook": bool(audit_hook),
+            "audit_hook": bool(audit_hook), "judge_requests": int(judge_requests),
             "preload": list(preload) if preload is not None else None,
             "cgroups": bool(cgroups), "cgroup_memory_mb": cgroup_memory_mb,
             "limits": {"processes": processes, "open_files": open_files, "file_size_mb": file_size_mb},
