@@ -380,3 +380,24 @@ def test_a_timed_out_test_replaces_the_judge() -> None:
         assert res.outcome is Outcome.TIMEOUT, res.detail
         res = run_one(ex, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add")
         assert res.passed, res.detail
+
+
+@pytest.mark.parametrize("off, missing", [
+    ({"landlock": False}, "Landlock"),
+    ({"seccomp": False}, "seccomp"),
+    ({"mountns": False}, "private mount namespace"),
+])
+def test_min_isolation_kernel_refuses_without_each_kernel_wall(off: dict, missing: str) -> None:
+    """`kernel` (and so `full`) needs every kernel wall; without one the executor refuses to
+    start and says which one is missing."""
+    with pytest.raises(IsolationUnavailableError, match=missing):
+        LocalExecutor(workers=1, min_isolation="kernel", **off)
+
+
+def test_mechanisms_are_reported(executor) -> None:
+    mech = executor.mechanisms
+    if executor.isolation >= IsolationLevel.KERNEL:
+        assert mech["netns"] and mech["mountns"] and mech["seccomp"] and mech["landlock_abi"] >= 1
+        assert mech["readonly_root"] and mech["hidden_packages"] >= 1
+    if executor.isolation is IsolationLevel.FULL:
+        assert mech["uid_drop"] and mech["subreaper"]
