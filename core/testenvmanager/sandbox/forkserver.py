@@ -544,7 +544,9 @@ class Server:
             except OSError as exc:  # the judge died before it could take the request: the
                 # harness failed, whatever the sample does (it cannot reach the judge)
                 job.judge = "died"
-                os.pwrite(job.setup_fd, f"the slot's judge could not take the request: {exc}".encode(), 0)
+                why = os.pread(judge.setup_fd, 2000, 0).strip() or \
+                    f"the slot's judge could not take the request: {exc}".encode()
+                os.pwrite(job.setup_fd, why, 0)
                 self._retire_judge(job.slot, kill=True)
                 self._verdict_in(job)
         for fd in [*pipes, *job.fds.values()]:
@@ -1024,10 +1026,11 @@ def main() -> int:
         # what only set-up needed leaves (a smaller server forks faster); ctypes objects the
         # walls hold stay alive, but a child can no longer import the module by name
         for gone in ("ctypes", "_ctypes", "sysconfig", "glob", "fnmatch", "importlib.util",
-                     "_sysconfigdata", "ntpath"):
-            for name in [n for n in sys.modules if n == gone or n.startswith(gone + ".")]:
+                     "_sysconfigdata"):
+            for name in [n for n in sys.modules if n == gone or n.startswith((gone + ".", gone + "_"))]:
                 del sys.modules[name]
         _preload([*(cfg.get("preload") or DEFAULT_PRELOAD), *REQUIRED_PRELOAD], facts)
+
         level = _level(facts)
         channel.send({"op": "hello", "pid": os.getpid(), "isolation": _LEVELS[level], "facts": facts,
                       "python": sys.version.split()[0]})
