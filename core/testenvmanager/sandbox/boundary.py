@@ -85,6 +85,9 @@ def _load_status(exc: BaseException) -> str:
 def candidate_main(payload: dict, codec: Any, install_policy: Callable[..., None],
                    workdir: str, to_judge: int = 3, from_judge: int = 4) -> int:
     """Load the sample's program and answer the judge's calls until it hangs up."""
+    import gc
+
+    gc.freeze()  # the server's objects never need collecting here: GC passes stay short
     limits = codec.Limits(**payload.get("limits", {}))
     violations: list[str] = []
     write_frame, encode, decode = codec.write_frame, codec.encode, codec.decode
@@ -253,6 +256,9 @@ def judge_loop(codec: Any, limits: dict, control: int = 3) -> int:
     import resource
     from array import array
 
+    import gc
+
+    gc.freeze()  # what this process inherited never needs collecting: keep GC passes short
     sock = _socket.socket(fileno=control)
     space = _socket.CMSG_SPACE(4 * array("i").itemsize)
     rng_state = random.getstate()

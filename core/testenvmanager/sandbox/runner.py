@@ -346,6 +346,9 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
     Exit code 0 means a record was written; any other code means the harness could not report
     (the server then grades from the exit status alone, never as ``passed``).
     """
+    import gc
+
+    gc.freeze()  # the server's objects never need collecting here: GC passes stay short
     write, perf, exec_, compile_ = os.pwrite, time.perf_counter, exec, compile
     dict_, isinstance_ = dict, isinstance
     modules = sys.modules
