@@ -33,10 +33,11 @@ from typing import Any
 
 from core.common.errors import DatasetError
 from core.common.jsonl import iter_jsonl
+from core.testenvmanager.sandbox.types import GradingTier
 
 REQUIRED_FIELDS: tuple[str, ...] = ("task_id", "prompt", "entry_point", "test", "canonical_solution")
 OPTIONAL_FIELDS: tuple[str, ...] = ("packages", "timeout", "grading", "metadata")
-GRADING_TIERS: tuple[str, ...] = ("boundary", "in_process")
+GRADING_TIERS: tuple[str, ...] = tuple(tier.value for tier in GradingTier)
 
 
 @dataclass(frozen=True)

@@ -130,30 +130,30 @@ def _reference_program(record: Mapping[str, Any]) -> str | None:
     return str(record["prompt"]) + str(solution) if solution else None
 
 
-def _grading(record: Mapping[str, Any]) -> str:
-    """The record's grading tier: ``in_process`` when the record asks for it (its test needs
-    objects the sample defines), otherwise ``boundary``."""
-    return "in_process" if record.get("grading") == "in_process" else "boundary"
+def _grading(record: Mapping[str, Any]) -> tuple[str, str]:
+    """The record's grading tier and the trusted helper code its test may need.
 
-
-def _helpers(record: Mapping[str, Any]) -> str:
-    """Trusted code the test may need, run in the judge before the test: the record's prompt
-    (HumanEval's tests call helpers it defines, e.g. ``poly``), when it compiles on its own."""
+    The tier is ``in_process`` when the record asks for it (its test needs objects the sample
+    defines), otherwise ``boundary``; then the helpers are the record's prompt (HumanEval's
+    tests call helpers it defines, e.g. ``poly``), run in the judge before the test, when the
+    prompt compiles on its own. Call once per record: it compiles the prompt.
+    """
+    if record.get("grading") == "in_process":
+        return "in_process", ""
     prompt = str(record.get("prompt") or "")
     try:
         compile(prompt, "<prompt>", "exec")
     except (SyntaxError, ValueError):
-        return ""
-    return prompt
+        return "boundary", ""
+    return "boundary", prompt
 
 
 def _request(key: str, program: str, record: Mapping[str, Any], timeout: float,
-             memory_mb: int) -> ExecRequest:
-    grading = _grading(record)
+             memory_mb: int, grading: tuple[str, str]) -> ExecRequest:
     return ExecRequest(id=key, program=program, test=str(record["test"]),
                        entry_point=str(record["entry_point"]), timeout=timeout,
                        memory_mb=memory_mb, metadata={"task_id": str(record["task_id"])},
-                       grading=grading, helpers=_helpers(record) if grading == "boundary" else "")
+                       grading=grading[0], helpers=grading[1])
 
 
 def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], executor: Executor,
@@ -176,11 +176,12 @@ def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], exec
             out[tid] = float(setting)
         else:
             ref = _reference_program(rec)
-            ref_key = _key(backend, ref, rec.get("test"), _grading(rec))
+            grading = _grading(rec)
+            ref_key = _key(backend, ref, rec.get("test"), grading[0])
             if ref is not None and ref_key in measured:
                 out[tid] = calibrated_timeout(measured[ref_key], factor, floor, ceiling)
             elif ref is not None:
-                need[ref_key] = _request(ref_key, ref, rec, ceiling, memory_mb)
+                need[ref_key] = _request(ref_key, ref, rec, ceiling, memory_mb, grading)
             else:
                 out[tid] = ceiling
     if need:
@@ -223,6 +224,7 @@ def execute_predictions(records: Iterable[Mapping[str, Any]], predictions: list[
     for ri, (rec, pred) in enumerate(zip(records, predictions)):
         samples = pred.get("samples", []) if isinstance(pred, Mapping) else []
         row: list[SampleResult | None] = []
+        grading: tuple[str, str] | None = None  # per record, on its first executable sample
         for si, sample in enumerate(samples):
             tid = str(rec["task_id"])
             if sample.get("error") or not sample.get("code"):
@@ -235,16 +237,18 @@ def execute_predictions(records: Iterable[Mapping[str, Any]], predictions: list[
                 timeouts = _timeouts(records, general, executor, backend, memory_mb, workspace,
                                      show_progress)
             assert timeouts is not None
+            if grading is None:
+                grading = _grading(rec)
             key = _key(backend, sample["code"], rec["test"], rec["entry_point"],
-                       timeouts[tid], memory_mb, _grading(rec), _helpers(rec))
+                       timeouts[tid], memory_mb, *grading)
             if key in cache:
                 row[si] = replace(SampleResult(**cache[key]["result"]), task_id=tid,
                                   sample_index=si)
             elif key in todo:  # identical code (e.g. greedy samples): run it once
                 todo[key][1].append((ri, si))
             else:
-                todo[key] = (_request(key, str(sample["code"]), rec, timeouts[tid], memory_mb),
-                             [(ri, si)])
+                todo[key] = (_request(key, str(sample["code"]), rec, timeouts[tid], memory_mb,
+                                      grading), [(ri, si)])
         results.append(row)
     if todo:
         assert executor is not None

@@ -208,7 +208,7 @@ class _Channel:
         except codec.EncodeError as exc:
             raise TypeError(f"a test argument cannot cross the data boundary: {exc}; grade this "
                             "task in-process (grading: in_process)") from None
-        sent = {i: codec.encode(a, self.limits) for i, a in enumerate(args) if type(a) in _MUTABLE}
+        mutable = {i for i, a in enumerate(args) if type(a) in _MUTABLE}  # may be updated in place
         try:
             codec.write_frame(self.wfd, data)
         except OSError:
@@ -225,7 +225,7 @@ class _Channel:
             self.dead = "the candidate sent malformed argument changes"
             raise CandidateDied(self.dead)
         for index, new in changed.items():
-            if type(index) is int and index in sent and type(new) is type(args[index]):
+            if type(index) is int and index in mutable and type(new) is type(args[index]):
                 old = args[index]
                 if type(old) is dict:
                     old.clear()

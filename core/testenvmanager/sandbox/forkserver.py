@@ -418,7 +418,8 @@ class Server:
             code = 70
             try:
                 if self._wall("judge", slot, "/", {"timeout": 0, "memory_mb": 0},
-                              [self.devnull, self.devnull, self.devnull, theirs.fileno()], setup_fd):
+                              [self.devnull, self.devnull, self.devnull, theirs.fileno()],
+                              setup_fd) is not None:
                     code = self.modules["boundary"].judge_loop(self.modules["codec"], self.boundary_limits)
             finally:
                 os._exit(code)
@@ -576,11 +577,13 @@ class Server:
         return path
 
     def _wall(self, role: str, slot: int, workdir: str, meta: dict, fds: list[int],
-              setup_fd: int) -> bool:
-        """In a forked child: arrange ``fds`` as 0, 1, 2, ..., enter ``workdir``, apply rlimits,
-        drop to the role's uid, apply Landlock and seccomp, close everything else. On failure
-        (no untrusted code has run yet) write the reason to ``setup_fd`` and return False; on
-        success ``setup_fd`` is closed, so the sample can never claim an infra failure."""
+              setup_fd: int) -> dict | None:
+        """In a forked child: arrange ``fds`` as 0, 1, 2, ..., read the payload (the last
+        descriptor, except for a judge), write its files, enter ``workdir``, apply rlimits, drop
+        to the role's uid, apply Landlock and seccomp, close everything else. Returns the payload
+        (``{}`` for a judge). On failure (no untrusted code has run yet) writes the reason to
+        ``setup_fd`` and returns None; on success ``setup_fd`` is closed, so the sample can never
+        claim an infra failure."""
         try:
             signal.set_wakeup_fd(-1)
             _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)  # the C function: no enum conversions
@@ -593,11 +596,12 @@ class Server:
             setup_fd = fcntl.fcntl(setup_fd, fcntl.F_DUPFD, _LOW_FD)
             for target, fd in enumerate(moved):
                 os.dup2(fd, target)
+            payload: dict = {}
             if role != "judge":
                 payload_fd = len(fds) - 1
                 size = os.fstat(payload_fd).st_size
-                self.payload = marshal.loads(os.pread(payload_fd, size, 0)) if size else {}
-                self._write_files(workdir, self.payload.get("files") or {})
+                payload = marshal.loads(os.pread(payload_fd, size, 0)) if size else {}
+                self._write_files(workdir, payload.get("files") or {})
             os.chdir(workdir)
             self._limits(meta)
             if self.facts["drop_uid"]:
@@ -619,31 +623,29 @@ class Server:
             # the payload, the setup channel, Landlock's descriptors and everything else
             os.closerange(len(fds) - (0 if role == "judge" else 1), 1 << 30)
             sys.argv[:] = ["sandbox"]
-            return True
+            return payload
         except BaseException as exc:  # noqa: BLE001 - no untrusted code has run yet: infra
             try:
                 os.write(setup_fd, f"{role} setup failed: {type(exc).__name__}: {exc}\n".encode(
                     "utf-8", "replace"))
             except OSError:
                 pass
-            return False
+            return None
 
     def _child(self, role: str, job: _Job, fds: list[int]) -> int:
         """Runs in a forked sample process: wall it in, then hand over to the harness."""
-        if not self._wall(role, job.slot, job.workdir, job.meta, fds, job.setup_fd):
+        payload = self._wall(role, job.slot, job.workdir, job.meta, fds, job.setup_fd)
+        if payload is None:
             return 70
-        payload, nonce, modules, workdir = self.payload or {}, job.nonce, self.modules, job.workdir
+        nonce, modules, workdir = job.nonce, self.modules, job.workdir
         payload["audit_hook"] = bool(self.cfg.get("audit_hook", True))
         sys.modules.pop("__main__", None)
         del job, fds
-        self.payload = None
         if role == "single":
             return modules["runner"].run_request(payload, nonce, 3, workdir)
         payload["limits"] = self.boundary_limits
         return modules["boundary"].candidate_main(payload, modules["codec"],
                                                   modules["runner"].install_policy, workdir)
-
-    payload: dict | None = None
 
     def _write_files(self, workdir: str, files: dict) -> None:
         for rel, text in files.items():

@@ -171,6 +171,7 @@ class LocalExecutor(Executor):
         self._next_seq = 0
         self._closed = False
         self.facts: dict = {}
+        self._audit_hook = bool(audit_hook)
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = mine
         cfg = {
@@ -220,7 +221,7 @@ class LocalExecutor(Executor):
                 "readonly_root": bool(mounts.get("readonly_root")),
                 "hidepid": bool(mounts.get("hidepid")),
                 "hidden_packages": len(mounts.get("hidden_packages", [])),
-                "rlimits": True, "audit_hook": True}
+                "rlimits": True, "audit_hook": self._audit_hook}
 
     def _explain_shortfall(self) -> str:
         missing = []
