@@ -1,9 +1,13 @@
 """``ianvs validate``: everything that can be checked without running a model.
 
-Checks: the three YAML kinds parse and validate; every module url imports and registers
+Checks: the three YAML kinds parse and validate; every algorithm's paradigm is one this
+project runs (a paradigm upstream knows but this project does not implement is an error, not
+"OK"); every module url imports and registers
 its alias in the right group; every hyperparameter combination is accepted by its module
 (``check_hyperparameters`` or the ``__init__`` signature); every metric resolves and accepts
-its extra keys; every ``sort_by`` metric is a column some metric produces; the test set
+its extra keys (a metric that fails to import is reported as that import error, and a
+``sort_by`` on it is not reported again as "not produced"); every ``sort_by`` metric is a
+column some metric produces; the test set
 exists, is not empty and every line parses (JSONL records are streamed and must carry
 ``x_field``).
 """
@@ -17,7 +21,7 @@ from core.common.class_factory import ClassFactory
 from core.common.errors import IanvsError, suggest
 from core.common.plugin_loader import load_plugin
 from core.common.signatures import keyword_parameters
-from core.testcasecontroller.algorithm.config import ModuleSpec
+from core.testcasecontroller.algorithm.config import IMPLEMENTED_PARADIGMS, ModuleSpec
 from core.testcasecontroller.metrics.calling import check_metrics
 
 
@@ -61,6 +65,11 @@ def validate_job(path: Path) -> tuple[list[str], list[str]]:
     job = load_job(path)
     problems: list[str] = []
     for _, algorithm in job.algorithms:
+        if algorithm.paradigm_type not in IMPLEMENTED_PARADIGMS:
+            problems.append(f"{algorithm.source}: paradigm_type {algorithm.paradigm_type!r} is "
+                            "an upstream Ianvs paradigm this project does not implement "
+                            f"(implemented: {', '.join(IMPLEMENTED_PARADIGMS)}); its test "
+                            "cases would fail")
         for spec in algorithm.modules:
             try:
                 if spec.url is not None:
@@ -74,12 +83,16 @@ def validate_job(path: Path) -> tuple[list[str], list[str]]:
             except IanvsError as exc:
                 problems.append(str(exc))
     columns: list[str] = []
+    broken: set[str] = set()
     for metric_spec in job.testenv.metrics:
         try:
             columns += check_metrics([metric_spec])
         except IanvsError as exc:
             problems.append(str(exc))
+            broken.add(metric_spec.name)
     for metric, _ in job.rank.sort_by:
+        if metric in broken:
+            continue  # its own error is reported above
         if columns and metric not in columns:
             hint = suggest(metric, columns) or f"metric columns: {', '.join(columns)}"
             problems.append(f"{job.source}: rank.sort_by metric {metric!r} is not produced "

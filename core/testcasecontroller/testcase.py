@@ -23,7 +23,8 @@ from core.common.class_factory import ClassFactory, ClassType
 from core.common.errors import IanvsError, PluginError
 from core.common.plugin_loader import load_plugin
 from core.storymanager.rank.types import CaseResult, format_completion_time
-from core.testcasecontroller.algorithm.config import AlgorithmConfig, ModuleSpec
+from core.testcasecontroller.algorithm.config import (IMPLEMENTED_PARADIGMS, AlgorithmConfig,
+                                                     ModuleSpec)
 from core.testcasecontroller.algorithm.paradigm.singletask_learning import (
     SingleTaskInputs, run_singletask)
 from core.testcasecontroller.metrics.calling import MetricContext, call_metric, resolve_metric
@@ -152,7 +153,7 @@ def run_testcase(case: TestCase, testenv: TestEnvConfig, show_progress: bool = T
     started = time.time()
     _write_case_file(case, status="running", started=started)
     try:
-        if case.algorithm.paradigm_type != "singletasklearning":
+        if case.algorithm.paradigm_type not in IMPLEMENTED_PARADIGMS:
             raise IanvsError(f"paradigm {case.algorithm.paradigm_type!r} is recognised but "
                              "not implemented in this project yet",
                              source=case.algorithm.source,

@@ -75,7 +75,7 @@ def test_absolute_missing_train_is_empty(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name,key,message", [
     ("d.parquet", "test_data", "format 'parquet' is not supported"),
     ("d.JSONL", "test_data", "format 'JSONL' is not supported"),
-    ("d.json", "test_data", "test_data accepts jsonl, csv"),
+    ("d.txt", "test_data", "test_data accepts jsonl, csv, json"),
     ("data.json", "test_data_info", "must be named metadata.json"),
 ])
 def test_unsupported_formats(tmp_path: Path, name: str, key: str, message: str) -> None:

@@ -22,9 +22,10 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from core.common.errors import ConfigError
 from core.testcasecontroller.metrics.code_execution import (GENERATION_ERROR, SampleResult,
                                                             execute_predictions)
 from core.testcasecontroller.metrics.passk import pass_at_k as mean_pass_at_k
@@ -43,6 +44,12 @@ def _ks(k: int | Sequence[int]) -> list[int]:
 
 
 def _results(y_pred: Sequence[Any], context: Any) -> list[list[SampleResult]]:
+    if y_pred is None or isinstance(y_pred, (str, bytes, Mapping)):
+        raise ConfigError(f"code metrics need one prediction per test record, got "
+                          f"{type(y_pred).__name__}",
+                          hint="the basemodel's predict must return a list aligned with its "
+                               "inputs (a mapping or string is passed through as upstream "
+                               "does, but cannot be executed)")
     return execute_predictions(context.records(), list(y_pred), context.sandbox,
                                context.workspace, context.show_progress)
 

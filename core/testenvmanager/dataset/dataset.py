@@ -7,8 +7,10 @@ Precedence per split (train/test) is ``*_index`` > ``*_data`` > ``*_data_info``;
 key             accepted formats
 =============== ======================================================================
 ``*_index``     ``txt`` (index of sample files), ``jsonl`` (the whole dataset, one
-                record per line -- an extension), ``csv`` (fixed upstream's dead branch)
-``*_data``      ``jsonl``, ``csv``
+                record per line -- an extension), ``csv`` (fixed upstream's dead branch),
+                ``json`` (COCO annotations as upstream, or an array of records)
+``*_data``      ``jsonl``, ``csv``, ``json`` (upstream resolved it to nothing, which only
+                worked where the split was never read)
 ``*_data_info`` ``metadata.json`` (+ sibling ``data.jsonl``)
 =============== ======================================================================
 
@@ -25,15 +27,15 @@ from pathlib import Path
 from core.common.config_base import Section, resolve_path
 from core.common.errors import ConfigError, DatasetError
 from core.testenvmanager.dataset.formats import SUPPORTED, detect_format
-from core.testenvmanager.dataset.parsers import (CsvDataset, JsonlDataset, MetaDataset,
-                                                 ParsedDataset, TxtIndexDataset)
+from core.testenvmanager.dataset.parsers import (CsvDataset, JsonDataset, JsonlDataset,
+                                                 MetaDataset, ParsedDataset, TxtIndexDataset)
 
 logger = logging.getLogger(__name__)
 
 KEYS = ("train_url", "test_url", "train_index", "test_index", "train_data", "test_data",
         "train_data_info", "test_data_info", "label", "x_field", "y_field")
 
-_ACCEPTED = {"index": ("txt", "jsonl", "csv"), "data": ("jsonl", "csv"),
+_ACCEPTED = {"index": ("txt", "jsonl", "csv", "json"), "data": ("jsonl", "csv", "json"),
              "data_info": ("jsonforllm",)}
 
 
@@ -70,6 +72,8 @@ class DatasetConfig:
             return MetaDataset(source.path, data_type)
         if source.fmt == "jsonl":
             return JsonlDataset(source.path, data_type, self.x_field, self.y_field)
+        if source.fmt == "json":
+            return JsonDataset(source.path, data_type, self.x_field, self.y_field)
         if source.fmt == "csv":
             return CsvDataset(source.path, data_type, self.label)
         if source.fmt == "txt":
@@ -88,14 +92,17 @@ class DatasetConfig:
                 leaderboard over no samples would rank nothing).
         """
         test = self.parse("test", "inference")
-        if self.test.fmt != "jsonl" or not isinstance(test, JsonlDataset):
+        if isinstance(test, JsonDataset) and test.is_coco:
+            count = test.num_examples()
+        elif self.test.fmt not in ("jsonl", "json") or not isinstance(test, JsonlDataset):
             count = test.num_examples()  # other formats (metadata.json + data.jsonl too)
         else:
             count = 0
             for line, record in test.numbered_records():
                 if self.x_field not in record:
-                    raise DatasetError(f"record has no {self.x_field!r} field",
-                                       source=test.path, line=line,
+                    prefix, at = test.locate(line)
+                    raise DatasetError(f"{prefix}record has no {self.x_field!r} field",
+                                       source=test.path, line=at,
                                        hint="set dataset.x_field in testenv.yaml to the field "
                                             "holding the model input")
                 count += 1

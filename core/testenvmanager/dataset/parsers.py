@@ -117,6 +117,10 @@ class JsonlDataset(ParsedDataset):
             return
         yield from iter_jsonl(self.path)
 
+    def locate(self, number: int) -> tuple[str, int | None]:
+        """(message prefix, line) of the record ``numbered_records`` numbered ``number``."""
+        return "", number
+
     def num_examples(self) -> int:
         if self._x is not None:
             return len(self._x)
@@ -130,8 +134,9 @@ class JsonlDataset(ParsedDataset):
         missing_y: int | None = None
         for line, obj in self.numbered_records():
             if self.x_field not in obj:
+                prefix, at = self.locate(line)
                 raise DatasetError(
-                    f"record has no {self.x_field!r} field", source=self.path, line=line,
+                    f"{prefix}record has no {self.x_field!r} field", source=self.path, line=at,
                     hint=f"set dataset.x_field to one of {sorted(obj)} in testenv.yaml")
             xs.append(obj[self.x_field])
             if self.y_field in obj:
@@ -139,8 +144,9 @@ class JsonlDataset(ParsedDataset):
             elif missing_y is None:
                 missing_y = line
         if missing_y is not None and ys:
-            raise DatasetError(f"record has no {self.y_field!r} field", source=self.path,
-                               line=missing_y, hint="set dataset.y_field in testenv.yaml")
+            prefix, at = self.locate(missing_y)
+            raise DatasetError(f"{prefix}record has no {self.y_field!r} field", source=self.path,
+                               line=at, hint="set dataset.y_field in testenv.yaml")
         self._x = to_array(xs)
         self._y = to_array(ys)
         self._count = len(xs)
@@ -207,6 +213,94 @@ class MetaDataset(JsonlDataset):
             self._materialise()
             return self.__dict__[name]
         raise AttributeError(name)
+
+
+class JsonDataset(JsonlDataset):
+    """A ``.json`` file, read only when its data is first used (an unused train file never
+    stops a job).
+
+    * a JSON **array of objects**: one record per element, ``x``/``y`` from
+      ``x_field``/``y_field`` as for JSONL (an extension: upstream could not read it);
+    * a **COCO annotation file** (an object with ``images``): upstream's ``JSONDataParse`` layout
+      (``x`` a mapping with ``data_dir``, ``coco``, ``ids``, ``class_ids``, ``annotations``; ``y`` the
+      ``*/gt/gt_val_half.txt`` files), parsed by ``sedna.datasources.JSONDataParse`` (needs
+      pycocotools). Such a set has no per-sample records (``per_sample`` is False): ``predict``
+      gets ``x`` in one call and metrics get its result unchanged.
+    """
+
+    def __init__(self, path: Path | None, data_type: str, x_field: str = "question",
+                 y_field: str = "answer") -> None:
+        super().__init__(path, data_type, x_field, y_field)
+        self._data: Any = None
+
+    def _load(self) -> Any:
+        if self._data is None:
+            if self.path is None or not self.path.exists():
+                self._data = []
+            else:
+                try:
+                    self._data = json.loads(self.path.read_text(encoding="utf-8"))
+                except UnicodeDecodeError as exc:
+                    raise DatasetError(f"not UTF-8 text: {exc}", source=self.path) from exc
+                except json.JSONDecodeError as exc:
+                    raise DatasetError(f"invalid JSON: {exc.msg}", source=self.path,
+                                       line=exc.lineno) from exc
+        return self._data
+
+    @property
+    def is_coco(self) -> bool:
+        data = self._load()
+        return isinstance(data, dict) and "images" in data
+
+    @property
+    def per_sample(self) -> bool:
+        return not self.is_coco
+
+    def numbered_records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(record number, record)``; the number counts array elements from 1."""
+        data = self._load()
+        if isinstance(data, dict) and "images" in data:
+            raise DatasetError("a COCO annotation file has no per-sample records",
+                               source=self.path)
+        if not isinstance(data, list):
+            raise DatasetError(f"expected a JSON array of objects, found a "
+                               f"{type(data).__name__}", source=self.path,
+                               hint="use a JSON array of records, a COCO annotation file, or "
+                                    "a .jsonl file")
+        for number, obj in enumerate(data, 1):
+            if not isinstance(obj, dict):
+                raise DatasetError(f"element {number} is a {type(obj).__name__}, not an "
+                                   "object", source=self.path)
+            yield number, obj
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        for _, obj in self.numbered_records():
+            yield obj
+
+    def locate(self, number: int) -> tuple[str, int | None]:
+        return f"array element {number}: ", None
+
+    def _materialise(self) -> None:
+        if not self.is_coco:
+            super()._materialise()
+            return
+        import importlib
+
+        try:
+            parser = importlib.import_module("sedna.datasources").JSONDataParse(self.data_type)
+            parser.parse(str(self.path))
+        except ImportError as exc:
+            raise DatasetError(f"a COCO annotation file needs pycocotools ({exc})",
+                               source=self.path, hint="pip install pycocotools") from exc
+        self._x, self._y = parser.x, parser.y
+        self._count = len(parser.ids or [])
+
+    def num_examples(self) -> int:
+        if self.is_coco:
+            if self._x is None:
+                self._materialise()
+            return int(self._count or 0)
+        return super().num_examples()
 
 
 class TxtIndexDataset(ParsedDataset):

@@ -14,14 +14,24 @@ each chunk's predictions stored before the next starts. A ``predict`` that decla
 
 When every prediction is already stored, the model is not even constructed: re-scoring a
 finished run costs no model time.
+
+**Whole-set predictions.** Upstream hands whatever ``predict`` returned to the metrics. When a
+``predict`` call does not return one item per input -- a mapping (many upstream metrics read
+``y_pred`` as a dict keyed by file name), a string, ``None``, or a sequence of another length --
+the test case switches to upstream's behaviour: ``predict`` is called *once* over the whole test
+set and its result reaches the metrics unchanged (never iterated: iterating a mapping would
+yield its keys). Such a test case cannot resume mid-way: ``predict_mode.json`` in the case folder
+remembers the mode so a re-run calls ``predict`` once over the whole set straight away, and the
+per-sample log is not used for it.
 """
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +74,54 @@ class PredictContext:
         self.retry.add(position)
 
 
+MODE_FILE = "predict_mode.json"
+
+
+class WholeSetPrediction(Exception):
+    """``predict`` did not return one item per input (raised inside :func:`_predict`).
+
+    ``result`` is that call's return value when the call covered the whole test set (it is then
+    used as is), else ``None`` (``predict`` is called again over the whole set)."""
+
+    def __init__(self, result: Any, covers_all: bool, why: str) -> None:
+        super().__init__(why)
+        self.result, self.covers_all, self.why = result, covers_all, why
+
+
+def per_sample(result: Any, expected: int) -> list[Any] | None:
+    """``result`` as one prediction per input, or None when it is not shaped that way.
+
+    Lists, tuples, numpy arrays (first axis) and other non-string, non-mapping iterables of
+    exactly ``expected`` items are per-sample; a mapping, a string or bytes, ``None``, a scalar
+    or a sequence of another length is not.
+    """
+    if result is None or isinstance(result, (str, bytes, bytearray, Mapping)):
+        return None
+    if isinstance(result, np.ndarray):
+        if result.ndim == 0:
+            return None
+        items = list(result)
+    elif isinstance(result, (list, tuple)):
+        items = list(result)
+    else:
+        try:
+            items = list(iter(result))
+        except TypeError:
+            return None
+    return items if len(items) == expected else None
+
+
+def _describe(result: Any) -> str:
+    if isinstance(result, Mapping):
+        return f"a {type(result).__name__} of {len(result)} entries"
+    if result is None:
+        return "None"
+    try:
+        return f"a {type(result).__name__} of length {len(result)}"
+    except TypeError:
+        return f"a {type(result).__name__}"
+
+
 @dataclass
 class SingleTaskInputs:
     """Everything one single-task test case needs (explicit, no globals)."""
@@ -99,12 +157,54 @@ def _call_optional(model: Any, name: str, *args: Any) -> Any:
     return method(*args)
 
 
-def run_singletask(inp: SingleTaskInputs) -> tuple[list[Any], dict[str, Any]]:
-    """Run one test case; returns ``(predictions in dataset order, system_metric_info)``."""
+def _read_mode(case_dir: Path) -> str:
+    try:
+        return str(json.loads((case_dir / MODE_FILE).read_text(encoding="utf-8")).get("mode"))
+    except (OSError, ValueError, AttributeError):
+        return "per_sample"
+
+
+def _write_mode(case_dir: Path, mode: str, why: str) -> None:
+    case_dir.mkdir(parents=True, exist_ok=True)
+    tmp = case_dir / (MODE_FILE + ".tmp")
+    tmp.write_text(json.dumps({"mode": mode, "why": why}), encoding="utf-8")
+    tmp.replace(case_dir / MODE_FILE)
+
+
+def _prepare(model: Any, inp: SingleTaskInputs) -> None:
+    """preprocess, train, save and load, as upstream (each only when the method exists)."""
+    _call_optional(model, "preprocess")
+    os.environ["BASE_MODEL_URL"] = inp.initial_model_url
+    if hasattr(model, "train"):
+        _call_optional(model, "train", inp.train)
+    train_dir = inp.case_dir / "output" / "train"
+    path = _call_optional(model, "save", str(train_dir) + os.sep) if hasattr(model, "save") \
+        else None
+    os.environ["RESULT_SAVED_URL"] = str(inp.case_dir / "output" / "inference") + os.sep
+    _call_optional(model, "load", path if path is not None else inp.initial_model_url)
+
+
+def run_singletask(inp: SingleTaskInputs) -> tuple[Any, dict[str, Any]]:
+    """Run one test case; returns ``(predictions, system_metric_info)``.
+
+    ``predictions`` is a list in dataset order, or -- for a ``predict`` that does not return one
+    item per input -- whatever its single call over the whole test set returned (see the module
+    docstring). ``system_metric_info["predict_mode"]`` says which.
+    """
+    records_based = bool(getattr(inp.test, "per_sample", True))
+    if not records_based or _read_mode(inp.case_dir) == "whole_set":
+        logger.info("%s: calling predict once over the whole test set (no per-sample resume)",
+                    inp.case_dir if records_based else inp.test.path)
+        started = time.perf_counter()
+        model = inp.make_model()
+        _prepare(model, inp)
+        result = _predict_whole(model, inp)
+        return result, {"resumed_samples": 0, "predict_mode": "whole_set",
+                        "predict_seconds": time.perf_counter() - started}
     records_iter: Callable[[], Iterator[dict[str, Any]]] = inp.test.records
     keys = [sample_key(rec) for rec in records_iter()]
     store = PredictionStore(inp.case_dir, keys)
-    info: dict[str, Any] = {"resumed_samples": len(store.done)}
+    info: dict[str, Any] = {"resumed_samples": len(store.done), "predict_mode": "per_sample"}
     try:
         pending = store.pending()
         if not pending:
@@ -116,16 +216,19 @@ def run_singletask(inp: SingleTaskInputs) -> tuple[list[Any], dict[str, Any]]:
                         len(keys))
         started = time.perf_counter()
         model = inp.make_model()
-        _call_optional(model, "preprocess")
-        os.environ["BASE_MODEL_URL"] = inp.initial_model_url
-        if hasattr(model, "train"):
-            _call_optional(model, "train", inp.train)
-        train_dir = inp.case_dir / "output" / "train"
-        path = _call_optional(model, "save", str(train_dir) + os.sep) if hasattr(model, "save") \
-            else None
-        os.environ["RESULT_SAVED_URL"] = str(inp.case_dir / "output" / "inference") + os.sep
-        _call_optional(model, "load", path if path is not None else inp.initial_model_url)
-        provisional = _predict(model, inp, store, pending)
+        _prepare(model, inp)
+        try:
+            provisional = _predict(model, inp, store, pending)
+        except WholeSetPrediction as whole:
+            _write_mode(inp.case_dir, "whole_set", whole.why)
+            logger.warning("%s.predict returned %s; as upstream, predict is called once over "
+                           "the whole test set and its result goes to the metrics unchanged "
+                           "(this test case cannot resume mid-way)", type(model).__name__,
+                           whole.why)
+            result = whole.result if whole.covers_all else _predict_whole(model, inp)
+            info.update(predict_mode="whole_set", resumed_samples=0,
+                        predict_seconds=time.perf_counter() - started)
+            return result, info
         info["predict_seconds"] = time.perf_counter() - started
         if provisional:
             logger.warning("%d prediction(s) are not stored and will be retried by the next "
@@ -133,6 +236,16 @@ def run_singletask(inp: SingleTaskInputs) -> tuple[list[Any], dict[str, Any]]:
         return store.ordered(provisional), info
     finally:
         store.close()
+
+
+def _predict_whole(model: Any, inp: SingleTaskInputs) -> Any:
+    """upstream's single call: ``predict(x)`` (or the dataset object), result unchanged."""
+    predict = getattr(model, "predict", None)
+    if predict is None:
+        raise PluginError(f"{type(model).__name__} has no predict method",
+                          hint="a basemodel must define predict(data)")
+    as_object = bool(getattr(inp.test, "need_other_info", False))
+    return predict(inp.test if as_object else inp.test.x)
 
 
 def _predict(model: Any, inp: SingleTaskInputs, store: PredictionStore,
@@ -155,27 +268,38 @@ def _predict(model: Any, inp: SingleTaskInputs, store: PredictionStore,
 
         ctx.save = save
         data = subset(inp.test, pending) if as_object else inp.test.x[np.asarray(pending)]
-        result = list(predict(data, context=ctx))
-        _check_count(model, result, len(pending))
+        result = _check_count(model, predict(data, context=ctx), len(pending))
         store.put_many((pending[i], p) for i, p in enumerate(result)
                        if i not in ctx.saved and i not in ctx.retry)
         return {pending[i]: result[i] for i in sorted(ctx.retry)}
     size = inp.predict_chunk_size or (len(pending) if as_object else 1)
     chunks = [pending[i:i + size] for i in range(0, len(pending), size)]
+    total = len(store.keys)
     with progress_bar(total=len(pending), desc="predict", unit="sample",
                       enabled=inp.show_progress) as bar:
-        for chunk in chunks:
+        for number, chunk in enumerate(chunks):
             data = subset(inp.test, chunk) if as_object else inp.test.x[np.asarray(chunk)]
-            result = predict(data)
-            result = list(result) if result is not None else []
-            _check_count(model, result, len(chunk))
-            store.put_many(zip(chunk, result))
+            raw = predict(data)
+            items = per_sample(raw, len(chunk))
+            if items is None:
+                if number or store.done:  # earlier chunks were per-sample: a broken model
+                    raise PluginError(
+                        f"{type(model).__name__}.predict returned {_describe(raw)} for "
+                        f"{len(chunk)} inputs after returning one prediction per input before",
+                        hint="predict must answer the same way for every call")
+                raise WholeSetPrediction(raw, len(chunk) == total, _describe(raw)
+                                         + f" for {len(chunk)} input(s)")
+            store.put_many(zip(chunk, items))
             bar.update(len(chunk))
     return {}
 
 
-def _check_count(model: Any, result: list[Any], expected: int) -> None:
-    if len(result) != expected:
-        raise PluginError(f"{type(model).__name__}.predict returned {len(result)} "
-                          f"predictions for {expected} inputs",
-                          hint="predict must return one prediction per input, in order")
+def _check_count(model: Any, result: Any, expected: int) -> list[Any]:
+    """A context-aware predict (this project's API) must return one prediction per input."""
+    items = per_sample(result, expected)
+    if items is None:
+        raise PluginError(f"{type(model).__name__}.predict returned {_describe(result)} "
+                          f"for {expected} inputs",
+                          hint="a predict that takes context= must return one prediction per "
+                               "input, in order")
+    return items
