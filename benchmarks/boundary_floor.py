@@ -64,6 +64,34 @@ def candidate(codec, program: str, entry: str, rfd: int, wfd: int) -> int:
         codec.write_frame(wfd, codec.encode(reply))
 
 
+def run_check(codec, compiled: dict, helpers: str, test: str, entry: str, rfd: int,
+              wfd: int) -> bool:
+    """Helpers and test (each compiled once per distinct text) in a fresh namespace; ``check``
+    calls the candidate through a proxy over the pipes. True when it passes."""
+    try:
+        ns: dict = {}
+        for name, source in (("<helpers>", helpers), ("<test>", test)):
+            code = compiled.get(source)
+            if code is None:
+                code = compiled[source] = compile(source, name, "exec")
+            exec(code, ns)
+
+        def proxy(*args, **kwargs):
+            codec.write_frame(wfd, codec.encode(("call", args, kwargs)))
+            reply = codec.decode(codec.read_frame(rfd, 1 << 24))
+            if reply[0] == "raise":
+                raise RuntimeError(reply[2])
+            return reply[1]
+
+        ns[entry] = proxy
+        if codec.decode(codec.read_frame(rfd, 1 << 24))[0] != "ready":
+            return False
+        ns["check"](proxy)
+        return True
+    except BaseException:  # noqa: BLE001
+        return False
+
+
 def judge(codec, sock: socket.socket, tests_file: str) -> int:
     """Long-lived: receive ``index`` plus the two pipe ends, run that test, reply ``0``/``1``."""
     with open(tests_file, encoding="utf-8") as fh:
@@ -79,28 +107,7 @@ def judge(codec, sock: socket.socket, tests_file: str) -> int:
         rfd, wfd = fds
         index, entry = data.decode().split(" ", 1)
         helpers, test = tests[int(index)]
-        ok = False
-        try:
-            ns: dict = {}
-            for name, source in (("<helpers>", helpers), ("<test>", test)):
-                code = compiled.get(source)
-                if code is None:
-                    code = compiled[source] = compile(source, name, "exec")
-                exec(code, ns)
-
-            def proxy(*args, **kwargs):
-                codec.write_frame(wfd, codec.encode(("call", args, kwargs)))
-                reply = codec.decode(codec.read_frame(rfd, 1 << 24))
-                if reply[0] == "raise":
-                    raise RuntimeError(reply[2])
-                return reply[1]
-
-            ns[entry] = proxy
-            if codec.decode(codec.read_frame(rfd, 1 << 24))[0] == "ready":
-                ns["check"](proxy)
-                ok = True
-        except BaseException:  # noqa: BLE001
-            ok = False
+        ok = run_check(codec, compiled, helpers, test, entry, rfd, wfd)
         os.close(rfd)
         os.close(wfd)
         sock.send(b"1" if ok else b"0")

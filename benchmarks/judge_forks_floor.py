@@ -21,37 +21,18 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PRELOAD = ("math", "re", "collections", "itertools", "functools", "heapq", "string", "typing",
-           "hashlib", "random", "fractions", "statistics", "decimal", "bisect", "copy")
 
 
-def load_codec():
-    path = os.path.join(HERE, "..", "core", "testenvmanager", "sandbox", "codec.py")
-    spec = importlib.util.spec_from_file_location("_floor_codec", path)
+def _load_sibling(name: str):
+    """The safe floor's helpers (codec loading, candidate loop), loaded by path (-I -S)."""
+    spec = importlib.util.spec_from_file_location(f"_floor_{name}", os.path.join(HERE, f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
 
-def candidate(codec, program: str, entry: str, rfd: int, wfd: int) -> int:
-    ns: dict = {}
-    try:
-        exec(compile(program, "<program>", "exec"), ns)
-        fn = ns[entry]
-    except BaseException:  # noqa: BLE001
-        return 1
-    codec.write_frame(wfd, codec.encode(("ready",)))
-    while True:
-        frame = codec.read_frame(rfd, 1 << 24)
-        if frame is None:
-            return 0
-        _kind, args, kwargs = codec.decode(frame)
-        try:
-            reply = ("ok", fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001
-            reply = ("raise", type(exc).__name__, str(exc))
-        codec.write_frame(wfd, codec.encode(reply))
+_SAFE = _load_sibling("boundary_floor")
+PRELOAD, load_codec, candidate = _SAFE.PRELOAD, _SAFE.load_codec, _SAFE.candidate
 
 
 CACHE: dict = {}
@@ -59,28 +40,7 @@ CACHE: dict = {}
 
 def run_judge(codec, task, rfd: int, wfd: int) -> bool:
     program, test, entry, helpers = task
-    ns: dict = {}
-    for name, source in (("<helpers>", helpers), ("<test>", test)):
-        code = CACHE.get(source)
-        if code is None:
-            code = CACHE[source] = compile(source, name, "exec")
-        exec(code, ns)
-
-    def proxy(*args, **kwargs):
-        codec.write_frame(wfd, codec.encode(("call", args, kwargs)))
-        reply = codec.decode(codec.read_frame(rfd, 1 << 24))
-        if reply[0] == "raise":
-            raise RuntimeError(reply[2])
-        return reply[1]
-
-    ns[entry] = proxy
-    try:
-        if codec.decode(codec.read_frame(rfd, 1 << 24))[0] != "ready":
-            return False
-        ns["check"](proxy)
-        return True
-    except BaseException:  # noqa: BLE001
-        return False
+    return _SAFE.run_check(codec, CACHE, helpers, test, entry, rfd, wfd)
 
 
 def worker(codec, tasks: list, jobs_r: int, done_w: int) -> int:

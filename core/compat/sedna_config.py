@@ -30,3 +30,8 @@ class Context:
         if param:
             spec["param"] = param
         return spec
+
+
+BaseConfig = Context
+"""Sedna's ``BaseConfig`` holds job settings read from the environment; the stand-in is
+:class:`Context` under a second name (upstream plugins only import it)."""

@@ -140,3 +140,59 @@ def test_json_file_that_is_neither_records_nor_coco_is_refused_when_used(tmp_pat
     res = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", cwd=root)
     assert res.returncode != 0
     assert "expected a JSON array of objects, found a dict" in res.stderr
+
+
+COCO_MODEL = '''
+from sedna.common.class_factory import ClassFactory, ClassType
+
+
+@ClassFactory.register(ClassType.GENERAL, alias="calc")
+class Tracker:
+    def __init__(self, **kwargs):
+        pass
+
+    def predict(self, data, **kwargs):
+        print("x keys:", sorted(data))
+        return {name: len(boxes) for boxes, _info, name in data["annotations"]}
+'''
+
+COCO_METRIC = '''
+from sedna.common.class_factory import ClassFactory, ClassType
+
+
+@ClassFactory.register(ClassType.GENERAL, alias="acc")
+def acc(y_true, y_pred):
+    print("gt files:", [p.name for p in y_true], "pred:", y_pred)
+    return float(sum(y_pred.values()))
+'''
+
+
+def test_coco_index_file_goes_to_predict_whole_and_metrics_unchanged(tmp_path: Path) -> None:
+    """upstream's JSONDataParse layout (MOT17 in COCO form): ``x`` is one mapping, so predict
+    is called once and its dict reaches the metric as is."""
+    pytest.importorskip("pycocotools.coco", reason="pycocotools comes with the [datasources] "
+                                                   "extra (also in [test])")
+    root = _job(tmp_path, '    test_index: "./mot/annotations/val_half.json"\n')
+    (root / "basemodel.py").write_text(COCO_MODEL)
+    (root / "acc.py").write_text(COCO_METRIC)
+    gt = root / "mot" / "train" / "MOT17-02" / "gt" / "gt_val_half.txt"
+    gt.parent.mkdir(parents=True)
+    gt.write_text("")
+    (root / "mot" / "annotations").mkdir(parents=True)
+    (root / "mot" / "annotations" / "val_half.json").write_text(json.dumps({
+        "images": [{"id": i, "width": 640, "height": 480, "frame_id": i, "video_id": 1,
+                    "file_name": f"MOT17-02/img1/{i:06d}.jpg"} for i in (1, 2)],
+        "annotations": [
+            {"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 2, 3, 4], "area": 12,
+             "iscrowd": 0, "track_id": 1},
+            {"id": 2, "image_id": 2, "category_id": 1, "bbox": [1, 2, 3, 4], "area": 12,
+             "iscrowd": 0, "track_id": 1},
+            {"id": 3, "image_id": 2, "category_id": 1, "bbox": [5, 6, 7, 8], "area": 56,
+             "iscrowd": 0, "track_id": 2}],
+        "categories": [{"id": 1, "name": "pedestrian"}]}))
+    res = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", cwd=root)
+    assert res.returncode == 0, res.stderr
+    assert "x keys: ['annotations', 'class_ids', 'coco', 'data_dir', 'ids']" in res.stdout
+    assert ("gt files: ['gt_val_half.txt'] pred: {'MOT17-02/img1/000001.jpg': 1, "
+            "'MOT17-02/img1/000002.jpg': 2}") in res.stdout
+    assert _acc(root) == "3.0"
