@@ -37,8 +37,8 @@ from typing import Any
 from core.common.errors import ConfigError
 from core.common.progress import progress_bar
 from core.testenvmanager.testenv.testenv import SANDBOX_KEYS
-from core.testenvmanager.sandbox import (ExecRequest, Executor, Outcome, calibrated_timeout,
-                                         get_executor)
+from core.testenvmanager.sandbox import (ExecRequest, Executor, Outcome, calibrate_timeouts,
+                                         get_executor, reference_key)
 
 logger = logging.getLogger(__name__)
 
@@ -157,52 +157,52 @@ def _request(key: str, program: str, record: Mapping[str, Any], timeout: float,
 
 
 def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], executor: Executor,
-              backend: str, memory_mb: int, workspace: Path,
-              show_progress: bool = True) -> dict[str, float]:
-    """Per-task timeout: record field, fixed setting, or calibrated against the reference."""
+              memory_mb: int, workspace: Path, show_progress: bool = True) -> list[float]:
+    """Per-record timeout (dataset order): the record's field, the fixed setting, or calibrated
+    against the record's reference solution (:func:`calibrate_timeouts`; identical references
+    are measured once, measurements persist in ``calibration.json``)."""
     setting = general.get("timeout", "auto")
     floor = float(general.get("timeout_floor", 3.0))
     factor = float(general.get("timeout_factor", 5.0))
     ceiling = float(general.get("timeout_ceiling", 60.0))
-    out: dict[str, float] = {}
-    need: dict[str, ExecRequest] = {}
-    cal_path = workspace / CALIBRATION_FILE
-    measured: dict[str, float] = json.loads(cal_path.read_text()) if cal_path.exists() else {}
-    for rec in records:
-        tid = str(rec["task_id"])
+    out: list[float] = []
+    probes: list[ExecRequest] = []
+    references: dict[str, str] = {}
+    for ri, rec in enumerate(records):
+        ref = _reference_program(rec)
         if rec.get("timeout"):
-            out[tid] = float(rec["timeout"])
+            out.append(float(rec["timeout"]))
         elif setting != "auto":
-            out[tid] = float(setting)
+            out.append(float(setting))
         else:
-            ref = _reference_program(rec)
-            grading = _grading(rec)
-            ref_key = _key(backend, ref, rec.get("test"), grading[0])
-            if ref is not None and ref_key in measured:
-                out[tid] = calibrated_timeout(measured[ref_key], factor, floor, ceiling)
-            elif ref is not None:
-                need[ref_key] = _request(ref_key, ref, rec, ceiling, memory_mb, grading)
-            else:
-                out[tid] = ceiling
-    if need:
-        with progress_bar(total=len(need), desc="calibrate timeouts", unit="task",
-                          enabled=show_progress) as bar:
-            for res in executor.run(need.values()):
-                bar.update(1)
-                if res.outcome is Outcome.PASSED:
-                    measured[res.id] = res.exec_time_s if res.exec_time_s is not None \
-                        else res.duration_s
-                else:
-                    logger.warning("reference solution of %s did not pass (%s); using the "
-                                   "ceiling %.0fs", need[res.id].metadata["task_id"],
-                                   res.outcome.value, ceiling)
+            out.append(ceiling)  # replaced below when the reference passes
+            if ref is not None:
+                probes.append(_request(str(ri), ref, rec, ceiling, memory_mb, _grading(rec)))
+                references[str(ri)] = ref
+    if not probes:
+        return out
+    cal_path = workspace / CALIBRATION_FILE
+    try:
+        known = {str(k): float(v) for k, v in json.loads(cal_path.read_text()).items()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        known = {}
+    todo = {reference_key(executor.name, r, references[r.id]) for r in probes} - set(known)
+    with progress_bar(total=len(todo), desc="calibrate timeouts", unit="probe",
+                      enabled=show_progress) as bar:
+        cal = calibrate_timeouts(executor, probes, references, factor=factor, floor=floor,
+                                 ceiling=ceiling, probe_timeout=ceiling, known=known,
+                                 on_probe=lambda: bar.update(1))
+    if set(cal.measured) - set(known):
         tmp = cal_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(measured))
+        tmp.write_text(json.dumps({**known, **cal.measured}))
         tmp.replace(cal_path)
-        for ref_key, req in need.items():
-            tid = req.metadata["task_id"]
-            out[tid] = calibrated_timeout(measured[ref_key], factor, floor, ceiling) \
-                if ref_key in measured else ceiling
+    for req in cal.requests:
+        ri = int(req.id)
+        if req.id in cal.t_ref:
+            out[ri] = req.timeout
+        else:
+            logger.warning("reference solution of %s did not pass (%s); using the ceiling %.0fs",
+                           records[ri]["task_id"], cal.problems.get(req.id, "?"), ceiling)
     return out
 
 
@@ -220,7 +220,7 @@ def execute_predictions(records: Iterable[Mapping[str, Any]], predictions: list[
     results: list[list[SampleResult | None]] = []
     todo: dict[str, tuple[ExecRequest, list[tuple[int, int]]]] = {}
     executor: Executor | None = None
-    timeouts: dict[str, float] | None = None
+    timeouts: list[float] | None = None
     for ri, (rec, pred) in enumerate(zip(records, predictions)):
         samples = pred.get("samples", []) if isinstance(pred, Mapping) else []
         row: list[SampleResult | None] = []
@@ -234,20 +234,20 @@ def execute_predictions(records: Iterable[Mapping[str, Any]], predictions: list[
             row.append(None)
             if executor is None:
                 executor = _executor(backend, options)
-                timeouts = _timeouts(records, general, executor, backend, memory_mb, workspace,
+                timeouts = _timeouts(records, general, executor, memory_mb, workspace,
                                      show_progress)
             assert timeouts is not None
             if grading is None:
                 grading = _grading(rec)
             key = _key(backend, sample["code"], rec["test"], rec["entry_point"],
-                       timeouts[tid], memory_mb, *grading)
+                       timeouts[ri], memory_mb, *grading)
             if key in cache:
                 row[si] = replace(SampleResult(**cache[key]["result"]), task_id=tid,
                                   sample_index=si)
             elif key in todo:  # identical code (e.g. greedy samples): run it once
                 todo[key][1].append((ri, si))
             else:
-                todo[key] = (_request(key, str(sample["code"]), rec, timeouts[tid], memory_mb,
+                todo[key] = (_request(key, str(sample["code"]), rec, timeouts[ri], memory_mb,
                                       grading), [(ri, si)])
         results.append(row)
     if todo:

@@ -12,7 +12,7 @@ See ``docs/sandbox.md`` for the outcome taxonomy and what the isolation protects
 
 from .base import (BUILTIN_BACKENDS, Executor, check_backend_options, get_executor, known_backends,
                    register_backend)
-from .calibrate import calibrate_timeouts, calibrated_timeout
+from .calibrate import Calibration, calibrate_timeouts, calibrated_timeout, reference_key
 from .types import (
     ExecMode,
     ExecRequest,
@@ -28,7 +28,7 @@ from .types import (
 
 __all__ = [
     "BUILTIN_BACKENDS", "Executor", "check_backend_options", "get_executor", "known_backends", "register_backend",
-    "calibrate_timeouts", "calibrated_timeout",
+    "Calibration", "calibrate_timeouts", "calibrated_timeout", "reference_key",
     "ExecMode", "ExecRequest", "ExecResult", "ExecutorClosedError", "GradingTier", "IsolationLevel",
     "IsolationUnavailableError", "Outcome", "SandboxError", "UnknownBackendError",
 ]
