@@ -91,37 +91,84 @@ def _terminate_torn_line(path: Path) -> None:
             handle.write(b"\n")
 
 
+class GenerationCache:
+    """The generation JSONL cache as an index ``key -> byte offset`` (successful samples only).
+
+    Memory grows with the number of keys (one short string and an int each), not with the
+    generated code: a sample is read back from the file when it is reused. Built once per
+    file and kept up to date as new samples are appended, so windows of a large run never
+    re-read the whole file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.index: dict[str, int] = {}
+        if not self.path.exists():
+            return
+        offset = 0
+        with open(self.path, "rb") as handle:
+            for lineno, raw in enumerate(handle, 1):
+                start, offset = offset, offset + len(raw)
+                if not raw.strip():
+                    continue
+                try:
+                    entry = json.loads(raw)
+                    key, error = entry.get("key"), entry.get("error")
+                except (json.JSONDecodeError, AttributeError, UnicodeDecodeError) as exc:
+                    LOGGER.warning("%s:%d: unreadable cache line skipped (%s)", self.path,
+                                   lineno, exc)
+                    continue
+                if key and error is None:
+                    self.index[str(key)] = start
+
+    def get(self, key: str) -> Generation | None:
+        offset = self.index.get(key)
+        if offset is None:
+            return None
+        with open(self.path, "rb") as handle:
+            handle.seek(offset)
+            return Generation.from_dict(json.loads(handle.readline()))
+
+    def append(self, gens: Iterable[Generation]) -> Iterator[Generation]:
+        """Append every generation (errors too, for the record), flushed before it is
+        yielded; a killed run loses at most the samples in flight."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _terminate_torn_line(self.path)
+        with open(self.path, "ab") as out:
+            for gen in gens:
+                offset = out.seek(0, os.SEEK_END)
+                out.write(json.dumps(gen.to_dict(), ensure_ascii=False).encode("utf-8") + b"\n")
+                out.flush()
+                if gen.key and gen.error is None:
+                    self.index[gen.key] = offset
+                yield gen
+
+
 def cached_generate(generator: Generator, requests: Iterable[GenerationRequest],
-                    cache_path: str | os.PathLike[str]) -> Iterator[Generation]:
-    """Generate with resume: samples whose key is in ``cache_path`` are not regenerated.
+                    cache: str | os.PathLike[str] | GenerationCache) -> Iterator[Generation]:
+    """Generate with resume: samples whose key is in the cache are not regenerated.
 
     Cached samples are yielded first (as stored), then new ones as they arrive; every
-    new sample (errors included, for the record) is appended to ``cache_path`` and
+    new sample (errors included, for the record) is appended to the cache file and
     flushed before it is yielded, so a killed run loses at most the samples in flight.
+    Pass a :class:`GenerationCache` to keep its index across calls.
     """
-    cache = load_cache(cache_path)
+    index = cache if isinstance(cache, GenerationCache) else GenerationCache(cache)
     model = generator.describe()
     todo: list[GenerationRequest] = []
     hits = 0
     for request in requests:
         missing = []
-        for index in request.sample_indices:
-            hit = cache.get(sample_key(model, request, index))
+        for sample in request.sample_indices:
+            hit = index.get(sample_key(model, request, sample))
             if hit is not None:
                 hits += 1
                 yield hit
             else:
-                missing.append(index)
+                missing.append(sample)
         if missing:
             todo.append(request.with_samples(missing))
     LOGGER.info("generation cache %s: %d sample(s) reused, %d request(s) to generate",
-                cache_path, hits, len(todo))
-    if not todo:
-        return
-    Path(cache_path).parent.mkdir(parents=True, exist_ok=True)
-    _terminate_torn_line(Path(cache_path))
-    with open(cache_path, "a", encoding="utf-8") as out:
-        for gen in generator.generate(todo):
-            out.write(json.dumps(gen.to_dict(), ensure_ascii=False) + "\n")
-            out.flush()
-            yield gen
+                index.path, hits, len(todo))
+    if todo:
+        yield from index.append(generator.generate(todo))

@@ -36,7 +36,7 @@ from core.common.errors import ConfigError, IanvsError, suggest
 from core.common.progress import progress_bar
 from core.generation import DEFAULT_GENERATOR, create_generator, generator_parameters
 from core.generation.base import Generator
-from core.generation.cache_key import cached_generate
+from core.generation.cache_key import GenerationCache, cached_generate
 from core.generation.types import DecodingSettings, Generation, GenerationRequest
 
 logger = logging.getLogger(__name__)
@@ -52,6 +52,7 @@ class CodegenModel:
         (self.generator_name, self.mode, self.decoding,
          self.generator_params) = self._parse(hyperparameters)
         self._generator: Generator | None = None
+        self._cache: GenerationCache | None = None
 
     @classmethod
     def check_hyperparameters(cls, hyperparameters: Mapping[str, Any]) -> None:
@@ -111,7 +112,9 @@ class CodegenModel:
             raise ConfigError("CodegenModel.predict needs the framework's context",
                               hint="run it through 'ianvs -f'")
         records: list[dict[str, Any]] = list(context.records)
-        if self._generator is None:
+        per_window = self.generator_name == "canonical" and "dataset_path" not in \
+            self.generator_params  # its solutions come from the records of each window
+        if self._generator is None or per_window:
             self._generator = self._make_generator(records)
         requests = [GenerationRequest(task_id=str(r["task_id"]), prompt=str(r["prompt"]),
                                       entry_point=r.get("entry_point"), mode=self.mode,
@@ -123,7 +126,10 @@ class CodegenModel:
         total = sum(expected.values())
         # replay yields exactly the recorded samples, whatever n says: finish at the end
         streaming = self.generator_name != "replay"
-        cache = Path(context.workspace) / CACHE_FILE
+        cache_path = Path(context.workspace) / CACHE_FILE
+        if self._cache is None or self._cache.path != cache_path:
+            self._cache = GenerationCache(cache_path)
+        cache = self._cache
         with progress_bar(total=total, desc=f"generate ({self.generator_name})", unit="sample",
                           enabled=getattr(context, "show_progress", True)) as bar:
             for gen in cached_generate(self._generator, requests, cache):
@@ -134,7 +140,8 @@ class CodegenModel:
                 if streaming and len(got[gen.task_id]) >= expected[gen.task_id]:
                     pos = position[gen.task_id]
                     results[pos] = self._finish(pos, gen.task_id, got[gen.task_id], context)
-        self.close()  # frees the embedded model's memory before execution starts
+        if getattr(context, "final", True):
+            self.close()  # frees the embedded model's memory before execution starts
         for pos, stored in enumerate(results):
             if stored is None:
                 task_id = requests[pos].task_id

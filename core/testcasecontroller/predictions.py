@@ -8,6 +8,10 @@ Lines are appended and flushed as samples finish. On load, a torn last line (the
 was killed mid-write) is dropped and the file truncated to its last complete line; lines
 whose ``sample_key`` no longer matches the dataset (the data changed) are ignored.
 Predictions must be JSON-serialisable; numpy scalars/arrays are converted.
+
+Memory stays flat in the number of samples: the store keeps the *offset* of each stored line,
+not the prediction, and :meth:`PredictionStore.ordered` returns a read-only sequence that reads
+predictions from the file when they are asked for (a later line for the same index wins).
 """
 from __future__ import annotations
 
@@ -16,9 +20,10 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -43,6 +48,58 @@ def sample_key(x: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+class StoredPredictions(Sequence[Any]):
+    """Predictions in dataset order, read from ``predictions.jsonl`` on demand.
+
+    ``offsets[i]`` is the byte offset of index ``i``'s line (-1: not stored; then
+    ``provisional[i]`` is used). Iteration reads the file sequentially when the lines are in
+    order, otherwise it seeks; either way one prediction is in memory at a time.
+    """
+
+    def __init__(self, path: Path, offsets: array, provisional: Mapping[int, Any]) -> None:
+        self.path, self.offsets, self.provisional = path, offsets, dict(provisional)
+        for i, off in enumerate(offsets):
+            if off < 0 and i not in self.provisional:
+                raise KeyError(i)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def _read(self, handle: Any, index: int) -> Any:
+        off = self.offsets[index]
+        if off < 0:
+            return self.provisional[index]
+        handle.seek(off)
+        return json.loads(handle.readline())["prediction"]
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        with self.path.open("rb") as handle:
+            return self._read(handle, index)
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self.path.exists():
+            yield from (self.provisional[i] for i in range(len(self)))
+            return
+        with self.path.open("rb") as handle:
+            for i in range(len(self)):
+                yield self._read(handle, i)
+
+    def __repr__(self) -> str:
+        return f"StoredPredictions({self.path}, {len(self)} predictions)"
+
+
 class PredictionStore:
     """Append-only, crash-tolerant map ``index -> prediction`` backed by JSONL."""
 
@@ -51,10 +108,12 @@ class PredictionStore:
     def __init__(self, folder: Path, keys: list[str]) -> None:
         self.path = folder / self.FILE_NAME
         self.keys = keys
-        self.done: dict[int, Any] = {}
+        self.offsets = array("q", [-1]) * len(keys)
+        self.stored = 0
         self._lock = threading.Lock()
         self._load()
-        self._handle = self.path.open("a", encoding="utf-8")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle = self.path.open("ab")
 
     def _load(self) -> None:
         if not self.path.exists():
@@ -67,16 +126,18 @@ class PredictionStore:
                     logger.warning("%s: dropping an incomplete last line (killed run)",
                                    self.path)
                     break
+                start = good_bytes
+                good_bytes += len(raw)
                 try:
                     entry = json.loads(raw)
                     index, key = int(entry["index"]), entry["sample_key"]
                 except (ValueError, KeyError, TypeError):
                     logger.warning("%s: dropping a malformed line", self.path)
-                    good_bytes += len(raw)
                     continue
-                good_bytes += len(raw)
                 if 0 <= index < len(self.keys) and self.keys[index] == key:
-                    self.done[index] = entry.get("prediction")
+                    if self.offsets[index] < 0:
+                        self.stored += 1
+                    self.offsets[index] = start
                 else:
                     stale += 1
         if good_bytes < self.path.stat().st_size:
@@ -86,33 +147,45 @@ class PredictionStore:
             logger.warning("%s: ignored %d stored predictions whose input changed",
                            self.path, stale)
 
+    @property
+    def done(self) -> set[int]:
+        """Indices with a stored prediction."""
+        return {i for i, off in enumerate(self.offsets) if off >= 0}
+
+    def is_stored(self, index: int) -> bool:
+        return self.offsets[index] >= 0
+
     def pending(self) -> list[int]:
         """Indices without a stored prediction, in order."""
-        return [i for i in range(len(self.keys)) if i not in self.done]
+        return [i for i, off in enumerate(self.offsets) if off < 0]
 
     def put(self, index: int, prediction: Any) -> None:
         """Store one prediction durably (flushed and fsynced)."""
         value = _jsonable(prediction)
         line = json.dumps({"index": index, "sample_key": self.keys[index],
-                           "prediction": value}, ensure_ascii=False)
+                           "prediction": value}, ensure_ascii=False).encode("utf-8") + b"\n"
         with self._lock:
-            self._handle.write(line + "\n")
+            offset = self._handle.seek(0, os.SEEK_END)
+            self._handle.write(line)
             self._handle.flush()
             os.fsync(self._handle.fileno())
-            self.done[index] = value
+            if self.offsets[index] < 0:
+                self.stored += 1
+            self.offsets[index] = offset
 
     def put_many(self, items: Iterable[tuple[int, Any]]) -> None:
         for index, prediction in items:
             self.put(index, prediction)
 
-    def ordered(self, provisional: Mapping[int, Any] | None = None) -> list[Any]:
+    def ordered(self, provisional: Mapping[int, Any] | None = None) -> StoredPredictions:
         """All predictions in dataset order; ``provisional`` fills indices not stored.
 
         Raises:
             KeyError: an index is neither stored nor provisional.
         """
-        extra = provisional or {}
-        return [self.done[i] if i in self.done else extra[i] for i in range(len(self.keys))]
+        with self._lock:
+            self._handle.flush()
+        return StoredPredictions(self.path, array("q", self.offsets), provisional or {})
 
     def close(self) -> None:
         self._handle.close()

@@ -27,7 +27,8 @@ from core.testcasecontroller.algorithm.config import (IMPLEMENTED_PARADIGMS, Alg
                                                      ModuleSpec)
 from core.testcasecontroller.algorithm.paradigm.singletask_learning import (
     SingleTaskInputs, run_singletask)
-from core.testcasecontroller.metrics.calling import MetricContext, call_metric, resolve_metric
+from core.testcasecontroller.metrics.calling import (MetricContext, PlainPredictions,
+                                                     call_metric, resolve_metric)
 from core.testenvmanager.testenv.testenv import TestEnvConfig
 
 logger = logging.getLogger(__name__)
@@ -180,8 +181,9 @@ def run_testcase(case: TestCase, testenv: TestEnvConfig, show_progress: bool = T
         context = MetricContext(records=test.records, workspace=case.case_dir,
                                 sandbox=dict(testenv.sandbox), show_progress=show_progress)
         metrics: dict[str, Any] = {}
+        y_pred = PlainPredictions(predictions)
         for spec, fn in metric_fns:
-            metrics.update(call_metric(fn, spec, test.y, predictions, context, info))
+            metrics.update(call_metric(fn, spec, test.y, y_pred, context, info))
         finished = format_completion_time()
         _write_case_file(case, status="completed", started=started, finished=finished,
                          metrics=metrics)

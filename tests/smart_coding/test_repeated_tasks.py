@@ -76,9 +76,9 @@ def test_humaneval_repeated_under_new_ids_is_graded_completely(codegen_job,
     row = next(csv.DictReader((tmp_path / "workspace/smart_coding_codegen/rank/all_rank.csv")
                               .open()))
     assert float(row["pass@1"]) == 1.0 and int(row["passed"]) == 12
-    case = next((tmp_path / "workspace/smart_coding_codegen").glob("*/*/calibration.json"),
-                None) or next((tmp_path / "workspace").rglob("calibration.json"))
-    assert len(json.loads(case.read_text())) == 4  # four distinct references measured
+    case = next((tmp_path / "workspace/smart_coding_codegen").glob("*/*/calibration.jsonl"),
+                None) or next((tmp_path / "workspace").rglob("calibration.jsonl"))
+    assert len(case.read_text().splitlines()) == 4  # four distinct references measured
     executions = [json.loads(line) for line in
                   next((tmp_path / "workspace").rglob("executions.jsonl")).read_text()
                   .splitlines()]

@@ -16,7 +16,7 @@ can check ``sort_by`` names.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,9 +118,34 @@ def check_metrics(specs: Iterable[MetricSpec]) -> list[str]:
     return columns
 
 
+class PlainPredictions:
+    """``y_pred`` for metrics, materialised at most once.
+
+    Metrics that declare ``context`` (this project's) get the stored predictions as they are (a
+    lazy sequence read from disk, so memory stays flat); plain upstream-style metrics get a real
+    ``list``, which they may copy, index, print or extend as upstream metrics do.
+    """
+
+    def __init__(self, predictions: Any) -> None:
+        self.lazy = predictions
+        self._plain: Any = None
+
+    @property
+    def plain(self) -> Any:
+        if self._plain is None:
+            lazy = self.lazy
+            is_lazy = isinstance(lazy, Sequence) and not isinstance(lazy, (list, tuple, str))
+            self._plain = list(lazy) if is_lazy else lazy
+        return self._plain
+
+
 def call_metric(fn: Callable[..., Any], spec: MetricSpec, y_true: Any, y_pred: Any,
                 context: MetricContext, system_metric_info: Mapping[str, Any]) -> dict[str, Any]:
-    """Call one metric per the convention above; returns column -> value."""
+    """Call one metric per the convention above; returns column -> value.
+
+    ``y_pred`` may be a :class:`PlainPredictions`: context-aware metrics then get its lazy
+    sequence, the others a plain list.
+    """
     if spec.name in SYSTEM_METRICS:
         value = fn(system_metric_info)
     else:
@@ -128,6 +153,8 @@ def call_metric(fn: Callable[..., Any], spec: MetricSpec, y_true: Any, y_pred: A
         kwargs = dict(spec.params)
         if "context" in names:
             kwargs["context"] = context
+        if isinstance(y_pred, PlainPredictions):
+            y_pred = y_pred.lazy if "context" in names else y_pred.plain
         value = fn(y_true, y_pred, **kwargs)
     if isinstance(value, Mapping):
         return {str(k): v for k, v in value.items()}

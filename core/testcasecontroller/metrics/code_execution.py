@@ -9,13 +9,18 @@ resumed run never execute the same sample twice. ``infra_error`` results are not
 (they are retried next time) and, like samples the generator could not produce, never count
 against the model.
 
+Memory stays flat in the size of the test set: records and predictions stream through in
+batches of :data:`BATCH` records, the execution cache is an index of keys to file offsets,
+calibration measurements are appended to ``calibration.jsonl``, and results are yielded per
+record (:func:`iter_results`) for the metrics to aggregate.
+
 Sandbox settings (testenv ``sandbox:``; all optional):
 
 ================== ===========================================================================
 ``backend``        executor backend name (default ``local``)
 ``timeout``        seconds per sample, or ``auto`` (default): ``max(timeout_floor,
                    timeout_factor * t_ref)`` where ``t_ref`` is the record's reference
-                   solution timed on this node (cached in ``calibration.json``); a record's own
+                   solution timed on this node (cached in ``calibration.jsonl``); a record's own
                    ``timeout`` field wins
 ``timeout_factor`` default 5; ``timeout_floor`` default 3 s; ``timeout_ceiling`` default 60 s
 ``memory_mb``      address-space limit per sample (default 1024)
@@ -29,7 +34,7 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -43,7 +48,9 @@ from core.testenvmanager.sandbox import (ExecRequest, Executor, Outcome, calibra
 logger = logging.getLogger(__name__)
 
 EXEC_CACHE = "executions.jsonl"
-CALIBRATION_FILE = "calibration.json"
+CALIBRATION_FILE = "calibration.jsonl"
+#: records per streaming batch (requests in flight are bounded by this times the samples each)
+BATCH = 512
 GENERATION_ERROR = "generation_error"
 _GENERAL_KEYS = SANDBOX_KEYS  # read here; every other sandbox key is a backend option
 
@@ -113,16 +120,52 @@ def _key(*parts: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _load_jsonl(path: Path) -> dict[str, dict[str, Any]]:
-    cache: dict[str, dict[str, Any]] = {}
+class ExecCache:
+    """``executions.jsonl`` as an index ``key -> byte offset``; results are read on demand."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.index: dict[str, int] = {}
+        if not path.exists():
+            return
+        offset = 0
+        with path.open("rb") as handle:
+            for raw in handle:
+                start, offset = offset, offset + len(raw)
+                if not raw.endswith(b"\n"):
+                    break  # a torn last line from a killed run
+                try:
+                    self.index[str(json.loads(raw)["key"])] = start
+                except (ValueError, KeyError, TypeError):
+                    continue
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        offset = self.index.get(key)
+        if offset is None:
+            return None
+        with self.path.open("rb") as handle:
+            handle.seek(offset)
+            result: dict[str, Any] = json.loads(handle.readline())["result"]
+            return result
+
+    def add(self, handle: Any, key: str, result: SampleResult) -> None:
+        """Append one result through ``handle`` (opened ``"ab"``), flushed."""
+        offset = handle.seek(0, 2)
+        handle.write(json.dumps({"key": key, "result": asdict(result)}).encode("utf-8") + b"\n")
+        handle.flush()
+        self.index[key] = offset
+
+
+def _load_calibration(path: Path) -> dict[str, float]:
+    known: dict[str, float] = {}
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
                 entry = json.loads(line)
-                cache[entry["key"]] = entry
+                known[str(entry["key"])] = float(entry["t_ref"])
             except (ValueError, KeyError, TypeError):
-                continue  # a torn last line from a killed run
-    return cache
+                continue  # a torn last line
+    return known
 
 
 def _reference_program(record: Mapping[str, Any]) -> str | None:
@@ -157,10 +200,12 @@ def _request(key: str, program: str, record: Mapping[str, Any], timeout: float,
 
 
 def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], executor: Executor,
-              memory_mb: int, workspace: Path, show_progress: bool = True) -> list[float]:
-    """Per-record timeout (dataset order): the record's field, the fixed setting, or calibrated
-    against the record's reference solution (:func:`calibrate_timeouts`; identical references
-    are measured once, measurements persist in ``calibration.json``)."""
+              memory_mb: int, workspace: Path, known: dict[str, float],
+              show_progress: bool = True) -> list[float]:
+    """Per-record timeout (order of ``records``): the record's field, the fixed setting, or
+    calibrated against the record's reference solution (:func:`calibrate_timeouts`; identical
+    references are measured once; ``known`` holds this node's measurements by reference key,
+    is updated, and new ones are appended to ``calibration.jsonl``)."""
     setting = general.get("timeout", "auto")
     floor = float(general.get("timeout_floor", 3.0))
     factor = float(general.get("timeout_factor", 5.0))
@@ -181,21 +226,17 @@ def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], exec
                 references[str(ri)] = ref
     if not probes:
         return out
-    cal_path = workspace / CALIBRATION_FILE
-    try:
-        known = {str(k): float(v) for k, v in json.loads(cal_path.read_text()).items()}
-    except (OSError, ValueError, AttributeError, TypeError):
-        known = {}
     todo = {reference_key(executor.name, r, references[r.id]) for r in probes} - set(known)
     with progress_bar(total=len(todo), desc="calibrate timeouts", unit="probe",
-                      enabled=show_progress) as bar:
+                      enabled=show_progress and bool(todo)) as bar:
         cal = calibrate_timeouts(executor, probes, references, factor=factor, floor=floor,
                                  ceiling=ceiling, probe_timeout=ceiling, known=known,
                                  on_probe=lambda: bar.update(1))
-    if set(cal.measured) - set(known):
-        tmp = cal_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({**known, **cal.measured}))
-        tmp.replace(cal_path)
+    new = {k: v for k, v in cal.measured.items() if k not in known}
+    if new:
+        with (workspace / CALIBRATION_FILE).open("a", encoding="utf-8") as fh:
+            fh.writelines(json.dumps({"key": k, "t_ref": v}) + "\n" for k, v in new.items())
+        known.update(new)
     for req in cal.requests:
         ri = int(req.id)
         if req.id in cal.t_ref:
@@ -206,44 +247,89 @@ def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], exec
     return out
 
 
-def execute_predictions(records: Iterable[Mapping[str, Any]], predictions: list[Any],
+def execute_predictions(records: Iterable[Mapping[str, Any]], predictions: Iterable[Any],
                         sandbox: Mapping[str, Any], workspace: Path,
                         show_progress: bool = True) -> list[list[SampleResult]]:
-    """Execute every sample; returns per record (dataset order) its samples' results."""
-    records = list(records)
-    if len(records) != len(predictions):
-        raise ConfigError(f"{len(predictions)} predictions for {len(records)} records")
+    """Every sample's result, per record in dataset order (all in memory: prefer
+    :func:`iter_results` for large sets)."""
+    return list(iter_results(records, predictions, sandbox, workspace, show_progress))
+
+
+def iter_results(records: Iterable[Mapping[str, Any]], predictions: Iterable[Any],
+                 sandbox: Mapping[str, Any], workspace: Path, show_progress: bool = True,
+                 total: int | None = None) -> Iterator[list[SampleResult]]:
+    """Execute every sample; yields per record (dataset order) its samples' results.
+
+    ``records`` and ``predictions`` are consumed together, :data:`BATCH` records at a time;
+    they must have the same length (``ConfigError`` otherwise, raised when one runs out).
+    ``total`` (number of records) only sizes the progress bar.
+    """
     backend, general, options = _settings(sandbox)
     memory_mb = int(general.get("memory_mb", 1024))
     cache_path = workspace / EXEC_CACHE
-    cache = _load_jsonl(cache_path)
+    cache = ExecCache(cache_path)
+    known = _load_calibration(workspace / CALIBRATION_FILE)
+    executor: Executor | None = None
+    rec_iter, pred_iter = iter(records), iter(predictions)
+    end = object()
+    counted = 0
+    with progress_bar(total=total or 0, desc="execute", unit="task",
+                      enabled=show_progress and bool(total)) as bar, \
+            cache_path.open("ab") as out:
+        while True:
+            batch: list[tuple[Mapping[str, Any], Any]] = []
+            for rec in rec_iter:
+                pred = next(pred_iter, end)
+                if pred is end:
+                    raise ConfigError(f"fewer predictions than records ({counted + len(batch)})")
+                batch.append((rec, pred))
+                if len(batch) == BATCH:
+                    break
+            if not batch:
+                if next(pred_iter, end) is not end:
+                    raise ConfigError(f"more predictions than records ({counted})")
+                return
+            if executor is None and any(_samples(pred) for _, pred in batch):
+                executor = _executor(backend, options)
+            rows = _run_batch(batch, executor, backend, general, memory_mb, workspace, known,
+                              cache, out, show_progress)
+            counted += len(batch)
+            bar.update(len(batch))
+            yield from rows
+
+
+def _samples(pred: Any) -> list[Any]:
+    return list(pred.get("samples", [])) if isinstance(pred, Mapping) else []
+
+
+def _run_batch(batch: list[tuple[Mapping[str, Any], Any]], executor: Executor | None,
+               backend: str, general: Mapping[str, Any], memory_mb: int, workspace: Path,
+               known: dict[str, float], cache: ExecCache, out: Any,
+               show_progress: bool) -> list[list[SampleResult]]:
     results: list[list[SampleResult | None]] = []
     todo: dict[str, tuple[ExecRequest, list[tuple[int, int]]]] = {}
-    executor: Executor | None = None
     timeouts: list[float] | None = None
-    for ri, (rec, pred) in enumerate(zip(records, predictions)):
-        samples = pred.get("samples", []) if isinstance(pred, Mapping) else []
+    for ri, (rec, pred) in enumerate(batch):
         row: list[SampleResult | None] = []
         grading: tuple[str, str] | None = None  # per record, on its first executable sample
-        for si, sample in enumerate(samples):
-            tid = str(rec["task_id"])
+        tid = str(rec["task_id"])
+        for si, sample in enumerate(_samples(pred)):
             if sample.get("error") or not sample.get("code"):
                 row.append(SampleResult(tid, si, GENERATION_ERROR,
                                         detail=str(sample.get("error") or "no code")))
                 continue
             row.append(None)
-            if executor is None:
-                executor = _executor(backend, options)
-                timeouts = _timeouts(records, general, executor, memory_mb, workspace,
-                                     show_progress)
-            assert timeouts is not None
+            assert executor is not None
+            if timeouts is None:
+                timeouts = _timeouts([r for r, _ in batch], general, executor, memory_mb,
+                                     workspace, known, show_progress=False)
             if grading is None:
                 grading = _grading(rec)
             key = _key(backend, sample["code"], rec["test"], rec["entry_point"],
                        timeouts[ri], memory_mb, *grading)
-            if key in cache:
-                row[si] = replace(SampleResult(**cache[key]["result"]), task_id=tid,
-                                  sample_index=si)
+            hit = cache.get(key)
+            if hit is not None:
+                row[si] = replace(SampleResult(**hit), task_id=tid, sample_index=si)
             elif key in todo:  # identical code (e.g. greedy samples): run it once
                 todo[key][1].append((ri, si))
             else:
@@ -252,21 +338,16 @@ def execute_predictions(records: Iterable[Mapping[str, Any]], predictions: list[
         results.append(row)
     if todo:
         assert executor is not None
-        logger.info("executing %d sample(s) with the %s backend (%d cached)", len(todo),
-                    backend, sum(r is not None for row in results for r in row))
-        with progress_bar(total=len(todo), desc="execute", unit="sample",
-                          enabled=show_progress) as bar, \
-                cache_path.open("a", encoding="utf-8") as out:
-            for res in executor.run([req for req, _ in todo.values()]):
-                req, places = todo[res.id]
-                result = SampleResult(str(req.metadata["task_id"]), places[0][1],
-                                      res.outcome.value, res.duration_s, res.timeout_s,
-                                      res.backend, str(res.isolation), res.detail[:500],
-                                      res.grading.value)
-                for ri, si in places:
-                    results[ri][si] = replace(result, sample_index=si)
-                if res.outcome is not Outcome.INFRA_ERROR:
-                    out.write(json.dumps({"key": res.id, "result": asdict(result)}) + "\n")
-                    out.flush()
-                bar.update(1)
+        logger.debug("executing %d sample(s) with the %s backend", len(todo), backend)
+        for res in executor.run([req for req, _ in todo.values()]):
+            req, places = todo[res.id]
+            result = SampleResult(str(req.metadata["task_id"]), places[0][1],
+                                  res.outcome.value, res.duration_s, res.timeout_s,
+                                  res.backend, str(res.isolation), res.detail[:500],
+                                  res.grading.value)
+            for ri, si in places:
+                results[ri][si] = replace(result, task_id=str(batch[ri][0]["task_id"]),
+                                          sample_index=si)
+            if res.outcome is not Outcome.INFRA_ERROR:
+                cache.add(out, res.id, result)
     return [[r for r in row if r is not None] for row in results]

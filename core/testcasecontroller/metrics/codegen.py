@@ -22,12 +22,12 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from core.common.errors import ConfigError
 from core.testcasecontroller.metrics.code_execution import (GENERATION_ERROR, SampleResult,
-                                                            execute_predictions)
+                                                            iter_results)
 from core.testcasecontroller.metrics.passk import pass_at_k as mean_pass_at_k
 from core.testenvmanager.sandbox import Outcome
 
@@ -43,15 +43,16 @@ def _ks(k: int | Sequence[int]) -> list[int]:
     return ks
 
 
-def _results(y_pred: Sequence[Any], context: Any) -> list[list[SampleResult]]:
+def _results(y_pred: Sequence[Any], context: Any) -> Iterator[list[SampleResult]]:
+    """Per record (dataset order), its samples' results, streamed (see :func:`iter_results`)."""
     if y_pred is None or isinstance(y_pred, (str, bytes, Mapping)):
         raise ConfigError(f"code metrics need one prediction per test record, got "
                           f"{type(y_pred).__name__}",
                           hint="the basemodel's predict must return a list aligned with its "
                                "inputs (a mapping or string is passed through as upstream "
                                "does, but cannot be executed)")
-    return execute_predictions(context.records(), list(y_pred), context.sandbox,
-                               context.workspace, context.show_progress)
+    return iter_results(context.records(), y_pred, context.sandbox, context.workspace,
+                        context.show_progress, total=len(y_pred))
 
 
 def pass_at_k(y_true: Any, y_pred: Sequence[Any], context: Any = None,
@@ -92,12 +93,21 @@ pass_at_k.columns = lambda k=1: [f"pass@{kk}" for kk in _ks(k)] + list(OUTCOME_C
 
 def exec_accuracy(y_true: Any, y_pred: Sequence[Any], context: Any = None) -> float:
     """Share of scored samples that pass (NaN when nothing could be scored)."""
-    scored = [s for samples in _results(y_pred, context) for s in samples if s.scored]
-    return round(sum(s.passed for s in scored) / len(scored), 4) if scored else math.nan
+    scored = passed = 0
+    for samples in _results(y_pred, context):
+        for sample in samples:
+            if sample.scored:
+                scored += 1
+                passed += sample.passed
+    return round(passed / scored, 4) if scored else math.nan
 
 
-def edge_cost(y_true: Any, y_pred: Sequence[Any]) -> dict[str, float]:
-    """Generation latency per sample and tokens per second (NaN when not reported)."""
+def edge_cost(y_true: Any, y_pred: Sequence[Any], context: Any = None) -> dict[str, float]:
+    """Generation latency per sample and tokens per second (NaN when not reported).
+
+    ``context`` is unused; declaring it gets the stored predictions streamed from disk instead
+    of a list of all of them (see :class:`~core.testcasecontroller.metrics.calling.PlainPredictions`).
+    """
     latency = 0.0
     tokens = 0
     samples = 0

@@ -67,7 +67,7 @@ class ParsedDataset:
     @property
     def y(self) -> np.ndarray:
         if self._y is None:
-            self._materialise()
+            self._materialise_y()
         return self._y  # type: ignore[return-value]
 
     @y.setter
@@ -77,11 +77,21 @@ class ParsedDataset:
     def _materialise(self) -> None:
         self._x, self._y = np.array([]), np.array([])
 
+    def _materialise_y(self) -> None:
+        """Fill ``_y``; the default parses everything (formats where x and y come together)."""
+        self._materialise()
+
     def num_examples(self) -> int:
         return len(self.x)
 
     def __len__(self) -> int:
         return self.num_examples()
+
+    def x_of(self, indices: list[int], records: list[dict[str, Any]]) -> np.ndarray:
+        """``x`` of the samples at ``indices`` (whose records are given), as upstream's
+        ``x[indices]``. The default slices the materialised ``x``; JSONL sets build it from the
+        records alone, so a window of a large set never materialises the whole column."""
+        return self.x[np.asarray(indices, dtype=int)]
 
     def records(self) -> Iterator[dict[str, Any]]:
         """Every sample as a dict with all its fields (default: ``{"x": .., "y": ..}``)."""
@@ -117,6 +127,15 @@ class JsonlDataset(ParsedDataset):
             return
         yield from iter_jsonl(self.path)
 
+    def x_of(self, indices: list[int], records: list[dict[str, Any]]) -> np.ndarray:
+        if self._x is not None:
+            return self._x[np.asarray(indices, dtype=int)]
+        missing = [r for r in records if self.x_field not in r]
+        if missing:
+            raise DatasetError(f"record has no {self.x_field!r} field", source=self.path,
+                               hint="set dataset.x_field in testenv.yaml")
+        return to_array([r[self.x_field] for r in records])
+
     def locate(self, number: int) -> tuple[str, int | None]:
         """(message prefix, line) of the record ``numbered_records`` numbered ``number``."""
         return "", number
@@ -129,27 +148,37 @@ class JsonlDataset(ParsedDataset):
         return self._count
 
     def _materialise(self) -> None:
-        xs: list[Any] = []
-        ys: list[Any] = []
-        missing_y: int | None = None
+        self._x, self._count = self._column(self.x_field, required=True)
+        if self._y is None:
+            self._materialise_y()
+
+    def _materialise_y(self) -> None:
+        """Only the ``y_field`` column: metrics need ``y`` of a large set without its ``x``."""
+        self._y, self._count = self._column(self.y_field, required=False)
+
+    def _column(self, name: str, required: bool) -> tuple[np.ndarray, int]:
+        """One field of every record. ``required``: every record must have it; otherwise a
+        record may lack it only if *every* record does (then the column is empty)."""
+        values: list[Any] = []
+        missing: int | None = None
+        count = 0
         for line, obj in self.numbered_records():
-            if self.x_field not in obj:
-                prefix, at = self.locate(line)
+            count += 1
+            if name in obj:
+                values.append(obj[name])
+                continue
+            prefix, at = self.locate(line)
+            if required:
                 raise DatasetError(
-                    f"{prefix}record has no {self.x_field!r} field", source=self.path, line=at,
+                    f"{prefix}record has no {name!r} field", source=self.path, line=at,
                     hint=f"set dataset.x_field to one of {sorted(obj)} in testenv.yaml")
-            xs.append(obj[self.x_field])
-            if self.y_field in obj:
-                ys.append(obj[self.y_field])
-            elif missing_y is None:
-                missing_y = line
-        if missing_y is not None and ys:
-            prefix, at = self.locate(missing_y)
-            raise DatasetError(f"{prefix}record has no {self.y_field!r} field", source=self.path,
+            if missing is None:
+                missing = line
+        if missing is not None and values:
+            prefix, at = self.locate(missing)
+            raise DatasetError(f"{prefix}record has no {name!r} field", source=self.path,
                                line=at, hint="set dataset.y_field in testenv.yaml")
-        self._x = to_array(xs)
-        self._y = to_array(ys)
-        self._count = len(xs)
+        return to_array(values), count
 
 
 class MetaDataset(JsonlDataset):
@@ -164,6 +193,12 @@ class MetaDataset(JsonlDataset):
     """
 
     need_other_info = True
+
+    def x_of(self, indices: list[int], records: list[dict[str, Any]]) -> np.ndarray:
+        return self.x[np.asarray(indices, dtype=int)]  # x is prompt + query, not one field
+
+    def _materialise_y(self) -> None:
+        self._materialise()  # every column at once, with this format's own checks
 
     def __init__(self, path: Path | None, data_type: str) -> None:
         data_path = Path(str(path).replace("metadata.json", "data.jsonl")) if path else None
@@ -279,6 +314,12 @@ class JsonDataset(JsonlDataset):
 
     def locate(self, number: int) -> tuple[str, int | None]:
         return f"array element {number}: ", None
+
+    def _materialise_y(self) -> None:
+        if self.is_coco:
+            self._materialise()
+        else:
+            super()._materialise_y()
 
     def _materialise(self) -> None:
         if not self.is_coco:

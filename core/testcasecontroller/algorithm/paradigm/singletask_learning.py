@@ -9,8 +9,10 @@ initial_model_url)``, then ``predict``.
 object for ``metadata.json`` datasets -- but only for samples without a stored prediction,
 in chunks of ``predict_chunk_size`` (default 1 for arrays, everything for dataset objects),
 each chunk's predictions stored before the next starts. A ``predict`` that declares a
-``context`` parameter is called once with every pending sample and a
-:class:`PredictContext`, and may store predictions itself as they finish.
+``context`` parameter is called with windows of pending samples (``predict_chunk_size``,
+default :data:`CONTEXT_WINDOW`) and a :class:`PredictContext` (``final`` is True on the last
+window), and may store predictions itself as they finish. For JSONL test sets the inputs of a
+window are read from the file as it goes: memory does not grow with the size of the test set.
 
 When every prediction is already stored, the model is not even constructed: re-scoring a
 finished run costs no model time.
@@ -58,6 +60,7 @@ class PredictContext:
             durably at once; a killed run will not redo it.
         show_progress: whether progress bars are wanted.
         retry: positions marked with :meth:`retry_later`.
+        final: True on the last call of this run (release expensive resources then).
     """
 
     indices: list[int]
@@ -67,6 +70,7 @@ class PredictContext:
     show_progress: bool = True
     saved: set[int] = field(default_factory=set)
     retry: set[int] = field(default_factory=set)
+    final: bool = True
 
     def retry_later(self, position: int) -> None:
         """Use the returned prediction of ``x[position]`` in this run's metrics but do not
@@ -75,6 +79,8 @@ class PredictContext:
 
 
 MODE_FILE = "predict_mode.json"
+#: pending samples per call of a context-aware ``predict`` (bounded memory, enough parallelism)
+CONTEXT_WINDOW = 1024
 
 
 class WholeSetPrediction(Exception):
@@ -204,15 +210,15 @@ def run_singletask(inp: SingleTaskInputs) -> tuple[Any, dict[str, Any]]:
     records_iter: Callable[[], Iterator[dict[str, Any]]] = inp.test.records
     keys = [sample_key(rec) for rec in records_iter()]
     store = PredictionStore(inp.case_dir, keys)
-    info: dict[str, Any] = {"resumed_samples": len(store.done), "predict_mode": "per_sample"}
+    info: dict[str, Any] = {"resumed_samples": store.stored, "predict_mode": "per_sample"}
     try:
         pending = store.pending()
         if not pending:
             logger.info("all %d predictions found in %s; the model is not called",
                         len(keys), store.path)
             return store.ordered(), info
-        if store.done:
-            logger.info("resuming: %d of %d predictions already stored", len(store.done),
+        if store.stored:
+            logger.info("resuming: %d of %d predictions already stored", store.stored,
                         len(keys))
         started = time.perf_counter()
         model = inp.make_model()
@@ -257,32 +263,34 @@ def _predict(model: Any, inp: SingleTaskInputs, store: PredictionStore,
                           hint="a basemodel must define predict(data)")
     as_object = bool(getattr(inp.test, "need_other_info", False))
     if _accepts_context(predict):
-        records = list(inp.test.records())
-        picked = [records[i] for i in pending]
-        ctx = PredictContext(pending, picked, inp.case_dir, lambda pos, p: None,
-                             inp.show_progress)
+        size = inp.predict_chunk_size or CONTEXT_WINDOW
+        provisional: dict[int, Any] = {}
+        for chunk, records, final in _windows(inp.test, pending, size):
+            ctx = PredictContext(chunk, records, inp.case_dir, lambda pos, p: None,
+                                 inp.show_progress, final=final)
 
-        def save(position: int, prediction: Any) -> None:
-            store.put(pending[position], prediction)
-            ctx.saved.add(position)
+            def save(position: int, prediction: Any, ctx: PredictContext = ctx,
+                     chunk: list[int] = chunk) -> None:
+                store.put(chunk[position], prediction)
+                ctx.saved.add(position)
 
-        ctx.save = save
-        data = subset(inp.test, pending) if as_object else inp.test.x[np.asarray(pending)]
-        result = _check_count(model, predict(data, context=ctx), len(pending))
-        store.put_many((pending[i], p) for i, p in enumerate(result)
-                       if i not in ctx.saved and i not in ctx.retry)
-        return {pending[i]: result[i] for i in sorted(ctx.retry)}
+            ctx.save = save
+            data = subset(inp.test, chunk) if as_object else inp.test.x_of(chunk, records)
+            result = _check_count(model, predict(data, context=ctx), len(chunk))
+            store.put_many((chunk[i], p) for i, p in enumerate(result)
+                           if i not in ctx.saved and i not in ctx.retry)
+            provisional.update({chunk[i]: result[i] for i in sorted(ctx.retry)})
+        return provisional
     size = inp.predict_chunk_size or (len(pending) if as_object else 1)
-    chunks = [pending[i:i + size] for i in range(0, len(pending), size)]
     total = len(store.keys)
     with progress_bar(total=len(pending), desc="predict", unit="sample",
                       enabled=inp.show_progress) as bar:
-        for number, chunk in enumerate(chunks):
-            data = subset(inp.test, chunk) if as_object else inp.test.x[np.asarray(chunk)]
+        for number, (chunk, records, _final) in enumerate(_windows(inp.test, pending, size)):
+            data = subset(inp.test, chunk) if as_object else inp.test.x_of(chunk, records)
             raw = predict(data)
             items = per_sample(raw, len(chunk))
             if items is None:
-                if number or store.done:  # earlier chunks were per-sample: a broken model
+                if number or store.stored:  # earlier chunks were per-sample: a broken model
                     raise PluginError(
                         f"{type(model).__name__}.predict returned {_describe(raw)} for "
                         f"{len(chunk)} inputs after returning one prediction per input before",
@@ -292,6 +300,27 @@ def _predict(model: Any, inp: SingleTaskInputs, store: PredictionStore,
             store.put_many(zip(chunk, items))
             bar.update(len(chunk))
     return {}
+
+
+def _windows(test: ParsedDataset, pending: list[int], size: int
+             ) -> Iterator[tuple[list[int], list[dict[str, Any]], bool]]:
+    """``(indices, their records, is_last)`` for consecutive windows of ``pending``, reading
+    the records once, in order, without holding more than one window."""
+    wanted = set(pending)
+    chunk: list[int] = []
+    records: list[dict[str, Any]] = []
+    seen = 0
+    for index, record in enumerate(test.records()):
+        if index not in wanted:
+            continue
+        chunk.append(index)
+        records.append(record)
+        seen += 1
+        if len(chunk) == size:
+            yield chunk, records, seen == len(pending)
+            chunk, records = [], []
+    if chunk:
+        yield chunk, records, True
 
 
 def _check_count(model: Any, result: Any, expected: int) -> list[Any]:
