@@ -11,11 +11,17 @@ Several lines per task are several samples (``sample_index`` = order of appearan
 within the task). ``n`` in the requests is ignored: a task gets exactly its recorded
 samples. A requested task with no recording yields one sample with ``error`` set
 (visible, never a silently shrunk denominator). Lines for tasks nobody asked for are
-counted in a warning. Malformed lines raise :class:`DatasetError` naming file and line.
+counted in a warning when the generator is closed. Malformed lines raise
+:class:`DatasetError` naming file and line.
+
+Memory: a plain ``.jsonl`` recording is indexed (task id -> line offsets) and each line is read
+back when its task is asked for, so a recording of 100k samples does not sit in memory; a
+``.jsonl.gz`` one cannot be seeked and is held in memory.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 from collections import defaultdict
@@ -47,6 +53,36 @@ def read_samples(path: str | os.PathLike[str]) -> dict[str, list[dict[str, Any]]
     return dict(samples)
 
 
+def _check(record: Any, file: Path, lineno: int) -> str:
+    """The record's task id; DatasetError when the line is not a usable sample."""
+    if not isinstance(record, dict) or not isinstance(record.get("task_id"), str):
+        raise DatasetError("each line needs a string 'task_id'", source=file, line=lineno)
+    if not isinstance(record.get("solution", record.get("completion")), str):
+        raise DatasetError("each line needs a string 'completion' or 'solution'",
+                           source=file, line=lineno)
+    return str(record["task_id"])
+
+
+def index_samples(path: str | os.PathLike[str]) -> dict[str, list[int]]:
+    """task_id -> byte offsets of its lines, in file order (plain ``.jsonl`` only); every line
+    is parsed and checked as :func:`read_samples` does."""
+    file = Path(path)
+    index: dict[str, list[int]] = defaultdict(list)
+    offset = 0
+    with open(file, "rb") as handle:
+        for lineno, raw in enumerate(handle, 1):
+            start, offset = offset, offset + len(raw)
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise DatasetError(f"invalid JSON in samples file: {exc}", source=file,
+                                   line=lineno) from exc
+            index[_check(record, file, lineno)].append(start)
+    return dict(index)
+
+
 class ReplayGenerator(Generator):
     """Yields recorded samples as generations.
 
@@ -58,7 +94,13 @@ class ReplayGenerator(Generator):
 
     def __init__(self, samples_path: str | os.PathLike[str]) -> None:
         self.samples_path = Path(samples_path)
-        self._samples = read_samples(self.samples_path)
+        self._index: dict[str, list[int]] = {}
+        self._samples: dict[str, list[dict[str, Any]]] = {}
+        if self.samples_path.suffix == ".gz":
+            self._samples = read_samples(self.samples_path)
+        else:
+            self._index = index_samples(self.samples_path)
+        self._asked: set[str] = set()
         digest = hashlib.sha256()
         with open(self.samples_path, "rb") as handle:
             while chunk := handle.read(1 << 20):
@@ -69,12 +111,24 @@ class ReplayGenerator(Generator):
         """Identity = content hash of the recording (not its path)."""
         return {"generator": self.name, "samples_sha256": self._sha256}
 
+    def _recorded(self, task_id: str) -> list[dict[str, Any]]:
+        if not self._index:
+            return self._samples.get(task_id, [])
+        offsets = self._index.get(task_id, [])
+        if not offsets:
+            return []
+        with open(self.samples_path, "rb") as handle:
+            out = []
+            for off in offsets:
+                handle.seek(off)
+                out.append(json.loads(handle.readline()))
+            return out
+
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Generation]:
         model = self.describe()
-        asked: set[str] = set()
         for request in requests:
-            asked.add(request.task_id)
-            recorded = self._samples.get(request.task_id, [])
+            self._asked.add(request.task_id)
+            recorded = self._recorded(request.task_id)
             if not recorded:
                 yield Generation(task_id=request.task_id, sample_index=0, raw_output="", code="",
                                  error=f"no recorded sample for this task in {self.samples_path.name}",
@@ -89,7 +143,13 @@ class ReplayGenerator(Generator):
                     code = request.prompt + raw
                 yield Generation(task_id=request.task_id, sample_index=index, raw_output=raw,
                                  code=code, key=sample_key(model, request, index))
-        extra = set(self._samples) - asked
-        if extra:
-            LOGGER.warning("%s: %d recorded task(s) were not requested (e.g. %s)",
-                           self.samples_path, len(extra), sorted(extra)[0])
+
+    def close(self) -> None:
+        """Warn once about recorded tasks no request asked for."""
+        recorded = self._index or self._samples
+        if self._asked:
+            extra = [t for t in recorded if t not in self._asked]
+            if extra:
+                LOGGER.warning("%s: %d recorded task(s) were not requested (e.g. %s)",
+                               self.samples_path, len(extra), sorted(extra)[0])
+        self._asked = set()
