@@ -91,18 +91,27 @@ def _terminate_torn_line(path: Path) -> None:
             handle.write(b"\n")
 
 
+def _prefix(key: str) -> int:
+    """First 64 bits of a hex key (a whole non-hex key is hashed)."""
+    try:
+        return int(key[:16], 16)
+    except ValueError:
+        return int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:16], 16)
+
+
 class GenerationCache:
     """The generation JSONL cache as an index ``key -> byte offset`` (successful samples only).
 
-    Memory grows with the number of keys (one short string and an int each), not with the
-    generated code: a sample is read back from the file when it is reused. Built once per
-    file and kept up to date as new samples are appended, so windows of a large run never
-    re-read the whole file.
+    Memory grows with the number of keys (two small ints each: the key's first 64 bits and the
+    line's offset), not with the generated code: a sample is read back from the file when it
+    is reused, and its full key is checked then (a prefix collision is a miss, never a wrong
+    sample). Built once per file and kept up to date as new samples are appended, so windows
+    of a large run never re-read the whole file.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.index: dict[str, int] = {}
+        self.index: dict[int, int] = {}
         if not self.path.exists():
             return
         offset = 0
@@ -119,15 +128,16 @@ class GenerationCache:
                                    lineno, exc)
                     continue
                 if key and error is None:
-                    self.index[str(key)] = start
+                    self.index[_prefix(str(key))] = start
 
     def get(self, key: str) -> Generation | None:
-        offset = self.index.get(key)
+        offset = self.index.get(_prefix(key))
         if offset is None:
             return None
         with open(self.path, "rb") as handle:
             handle.seek(offset)
-            return Generation.from_dict(json.loads(handle.readline()))
+            gen = Generation.from_dict(json.loads(handle.readline()))
+        return gen if gen.key == key else None
 
     def append(self, gens: Iterable[Generation]) -> Iterator[Generation]:
         """Append every generation (errors too, for the record), flushed before it is
@@ -140,7 +150,7 @@ class GenerationCache:
                 out.write(json.dumps(gen.to_dict(), ensure_ascii=False).encode("utf-8") + b"\n")
                 out.flush()
                 if gen.key and gen.error is None:
-                    self.index[gen.key] = offset
+                    self.index[_prefix(gen.key)] = offset
                 yield gen
 
 

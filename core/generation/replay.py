@@ -63,11 +63,12 @@ def _check(record: Any, file: Path, lineno: int) -> str:
     return str(record["task_id"])
 
 
-def index_samples(path: str | os.PathLike[str]) -> dict[str, list[int]]:
-    """task_id -> byte offsets of its lines, in file order (plain ``.jsonl`` only); every line
-    is parsed and checked as :func:`read_samples` does."""
+def index_samples(path: str | os.PathLike[str]) -> dict[str, int | list[int]]:
+    """task_id -> byte offset of its line, or a list of offsets for a task with several lines,
+    in file order (plain ``.jsonl`` only; one int per single-sample task keeps 100k tasks
+    small); every line is parsed and checked as :func:`read_samples` does."""
     file = Path(path)
-    index: dict[str, list[int]] = defaultdict(list)
+    index: dict[str, int | list[int]] = {}
     offset = 0
     with open(file, "rb") as handle:
         for lineno, raw in enumerate(handle, 1):
@@ -79,8 +80,15 @@ def index_samples(path: str | os.PathLike[str]) -> dict[str, list[int]]:
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise DatasetError(f"invalid JSON in samples file: {exc}", source=file,
                                    line=lineno) from exc
-            index[_check(record, file, lineno)].append(start)
-    return dict(index)
+            task = _check(record, file, lineno)
+            known = index.get(task)
+            if known is None:
+                index[task] = start
+            elif isinstance(known, list):
+                known.append(start)
+            else:
+                index[task] = [known, start]
+    return index
 
 
 class ReplayGenerator(Generator):
@@ -94,7 +102,7 @@ class ReplayGenerator(Generator):
 
     def __init__(self, samples_path: str | os.PathLike[str]) -> None:
         self.samples_path = Path(samples_path)
-        self._index: dict[str, list[int]] = {}
+        self._index: dict[str, int | list[int]] = {}
         self._samples: dict[str, list[dict[str, Any]]] = {}
         if self.samples_path.suffix == ".gz":
             self._samples = read_samples(self.samples_path)
@@ -114,9 +122,10 @@ class ReplayGenerator(Generator):
     def _recorded(self, task_id: str) -> list[dict[str, Any]]:
         if not self._index:
             return self._samples.get(task_id, [])
-        offsets = self._index.get(task_id, [])
-        if not offsets:
+        found = self._index.get(task_id)
+        if found is None:
             return []
+        offsets = found if isinstance(found, list) else [found]
         with open(self.samples_path, "rb") as handle:
             out = []
             for off in offsets:

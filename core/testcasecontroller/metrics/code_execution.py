@@ -121,11 +121,12 @@ def _key(*parts: Any) -> str:
 
 
 class ExecCache:
-    """``executions.jsonl`` as an index ``key -> byte offset``; results are read on demand."""
+    """``executions.jsonl`` as an index ``first 64 bits of key -> byte offset``; results are
+    read on demand and their full key checked (a prefix collision is a miss)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.index: dict[str, int] = {}
+        self.index: dict[int, int] = {}
         if not path.exists():
             return
         offset = 0
@@ -135,25 +136,28 @@ class ExecCache:
                 if not raw.endswith(b"\n"):
                     break  # a torn last line from a killed run
                 try:
-                    self.index[str(json.loads(raw)["key"])] = start
+                    self.index[int(str(json.loads(raw)["key"])[:16], 16)] = start
                 except (ValueError, KeyError, TypeError):
                     continue
 
     def get(self, key: str) -> dict[str, Any] | None:
-        offset = self.index.get(key)
+        offset = self.index.get(int(key[:16], 16))
         if offset is None:
             return None
         with self.path.open("rb") as handle:
             handle.seek(offset)
-            result: dict[str, Any] = json.loads(handle.readline())["result"]
-            return result
+            entry = json.loads(handle.readline())
+        if entry.get("key") != key:
+            return None
+        result: dict[str, Any] = entry["result"]
+        return result
 
     def add(self, handle: Any, key: str, result: SampleResult) -> None:
         """Append one result through ``handle`` (opened ``"ab"``), flushed."""
         offset = handle.seek(0, 2)
         handle.write(json.dumps({"key": key, "result": asdict(result)}).encode("utf-8") + b"\n")
         handle.flush()
-        self.index[key] = offset
+        self.index[int(key[:16], 16)] = offset
 
 
 def _load_calibration(path: Path) -> dict[str, float]:
