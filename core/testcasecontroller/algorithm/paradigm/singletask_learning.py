@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from core.common.errors import PluginError
-from core.testcasecontroller.predictions import PredictionStore, sample_key
+from core.testcasecontroller.predictions import KeyList, PredictionStore, sample_key
 from core.testenvmanager.dataset.parsers import ParsedDataset, subset
 from core.common.progress import progress_bar
 
@@ -208,7 +208,7 @@ def run_singletask(inp: SingleTaskInputs) -> tuple[Any, dict[str, Any]]:
         return result, {"resumed_samples": 0, "predict_mode": "whole_set",
                         "predict_seconds": time.perf_counter() - started}
     records_iter: Callable[[], Iterator[dict[str, Any]]] = inp.test.records
-    keys = [sample_key(rec) for rec in records_iter()]
+    keys = KeyList(sample_key(rec) for rec in records_iter())
     store = PredictionStore(inp.case_dir, keys)
     info: dict[str, Any] = {"resumed_samples": store.stored, "predict_mode": "per_sample"}
     try:
