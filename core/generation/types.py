@@ -8,7 +8,7 @@ which is what prediction files store.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 Mode = Literal["complete", "chat"]
@@ -174,8 +174,9 @@ class Generation:
         return self.error is None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-serialisable dict."""
-        return asdict(self)
+        """Plain JSON-serialisable dict (every field is a plain value: no deep copy needed,
+        which ``dataclasses.asdict`` would make)."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Generation":

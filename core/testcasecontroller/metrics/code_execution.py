@@ -30,6 +30,7 @@ anything else      backend options, e.g. ``workers``, ``min_isolation`` for ``lo
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import json
 import logging
@@ -188,11 +189,18 @@ def _grading(record: Mapping[str, Any]) -> tuple[str, str]:
     if record.get("grading") == "in_process":
         return "in_process", ""
     prompt = str(record.get("prompt") or "")
+    return "boundary", prompt if _compiles(prompt) else ""
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiles(source: str) -> bool:
+    """Whether ``source`` compiles (cached: a test set repeats prompts, and every metric pass
+    and calibration asks again)."""
     try:
-        compile(prompt, "<prompt>", "exec")
+        compile(source, "<prompt>", "exec")
     except (SyntaxError, ValueError):
-        return "boundary", ""
-    return "boundary", prompt
+        return False
+    return True
 
 
 def _request(key: str, program: str, record: Mapping[str, Any], timeout: float,
