@@ -261,6 +261,9 @@ class JsonDataset(JsonlDataset):
       ``*/gt/gt_val_half.txt`` files), parsed by ``sedna.datasources.JSONDataParse`` (needs
       pycocotools). Such a set has no per-sample records (``per_sample`` is False): ``predict``
       gets ``x`` in one call and metrics get its result unchanged.
+
+    JSON cannot be streamed: the file is parsed whole when first used (use JSONL for large
+    sets, which are read record by record).
     """
 
     def __init__(self, path: Path | None, data_type: str, x_field: str = "question",
