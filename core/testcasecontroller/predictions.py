@@ -54,6 +54,14 @@ def sample_key(x: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+def _position(index: int, length: int) -> int:
+    """``index`` as a position in ``range(length)`` (negative counts from the end)."""
+    position = index + length if index < 0 else index
+    if not 0 <= position < length:
+        raise IndexError(index)
+    return position
+
+
 class KeyList(Sequence[str]):
     """Sample keys (32 hex digits each, see :func:`sample_key`) packed 16 bytes apiece: 100k
     keys take 1.6 MB instead of about 8 MB of ``str`` objects."""
@@ -79,10 +87,7 @@ class KeyList(Sequence[str]):
     def __getitem__(self, index: int | slice) -> str | list[str]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
+        index = _position(index, len(self))
         return self._blob[16 * index:16 * index + 16].hex()
 
 
@@ -119,10 +124,7 @@ class StoredPredictions(Sequence[Any]):
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
+        index = _position(index, len(self))
         with self.path.open("rb") as handle:
             return self._read(handle, index)
 
