@@ -288,6 +288,8 @@ def _predict(model: Any, inp: SingleTaskInputs, store: PredictionStore,
         for number, (chunk, records, _final) in enumerate(_windows(inp.test, pending, size)):
             data = subset(inp.test, chunk) if as_object else inp.test.x_of(chunk, records)
             raw = predict(data)
+            if isinstance(raw, Iterator):  # a generator: keep its items for either use
+                raw = list(raw)
             items = per_sample(raw, len(chunk))
             if items is None:
                 if number or store.stored:  # earlier chunks were per-sample: a broken model
