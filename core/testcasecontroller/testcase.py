@@ -24,7 +24,7 @@ from core.common.errors import IanvsError, PluginError
 from core.common.plugin_loader import load_plugin
 from core.storymanager.rank.types import CaseResult, format_completion_time
 from core.testcasecontroller.algorithm.config import (IMPLEMENTED_PARADIGMS, AlgorithmConfig,
-                                                     ModuleSpec)
+                                                     ModuleSpec, resolve_path_hyperparameters)
 from core.testcasecontroller.algorithm.paradigm.singletask_learning import (
     SingleTaskInputs, run_singletask)
 from core.testcasecontroller.metrics.calling import (MetricContext, PlainPredictions,
@@ -117,8 +117,13 @@ def build_testcases(algorithms: list[tuple[str, AlgorithmConfig]], workspace: st
     return cases
 
 
-def instantiate_module(spec: ModuleSpec, hps: dict[str, Any]) -> Any:
-    """Build one module per upstream rules (see ianvs-compat §6.3)."""
+def instantiate_module(spec: ModuleSpec, hps: dict[str, Any],
+                       yaml_file: Path | None = None) -> Any:
+    """Build one module per upstream rules (see ianvs-compat §6.3). With ``yaml_file`` (the
+    algorithm YAML), path-valued hyperparameters are resolved as YAML paths
+    (:func:`resolve_path_hyperparameters`)."""
+    if yaml_file is not None:
+        hps = resolve_path_hyperparameters(hps, yaml_file)
     plugin = load_plugin(spec.url) if spec.url else None
     if spec.type == "hard_example_mining":
         return {"method": spec.name, "param": hps} if (plugin or hps) else {"method": spec.name}
@@ -166,7 +171,8 @@ def run_testcase(case: TestCase, testenv: TestEnvConfig, show_progress: bool = T
         train = testenv.dataset.parse("train", "train")
 
         def make_model() -> Any:
-            instances = {t: instantiate_module(s, h) for t, (s, h) in case.combination.items()}
+            instances = {t: instantiate_module(s, h, case.algorithm.source)
+                         for t, (s, h) in case.combination.items()}
             os.environ["LOCAL_TEST"] = "TRUE"
             if "basemodel" not in instances:
                 raise IanvsError("singletasklearning needs a module of type 'basemodel'",

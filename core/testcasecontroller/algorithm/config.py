@@ -15,6 +15,8 @@ Grid rules (upstream, with its silent quirks turned into errors):
 from __future__ import annotations
 
 import itertools
+import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,8 @@ from core.common.class_factory import ClassType
 from core.common.config_base import Section, load_top_section, resolve_path
 from core.common.errors import ConfigError, suggest
 from core.common.yaml_loader import load_yaml
+
+logger = logging.getLogger(__name__)
 
 PARADIGMS = ("singletasklearning", "incrementallearning", "multiedgeinference",
              "lifelonglearning", "federatedlearning", "federatedclassincrementallearning",
@@ -79,6 +83,39 @@ class AlgorithmConfig:
         """Every module combination: module type -> (spec, hyperparameters)."""
         per_module = [[(m, v) for v in m.variants] for m in self.modules]
         return [{m.type: (m, hp) for m, hp in combo} for combo in itertools.product(*per_module)]
+
+
+#: hyperparameter names whose values are file system paths (resolved like YAML paths)
+PATH_SUFFIXES = ("_path", "_file", "_dir")
+
+
+def resolve_path_hyperparameters(hyperparameters: dict[str, Any], yaml_file: Path
+                                 ) -> dict[str, Any]:
+    """Hyperparameters with relative paths resolved like every other path in a YAML file.
+
+    A string value of a hyperparameter named ``*_path``, ``*_file`` or ``*_dir`` that is a
+    relative path is tried against the working directory first, then against the folder of
+    ``yaml_file`` (the algorithm YAML); the one that exists is passed as an absolute path and a
+    log line says which was used. A value found in neither place is passed unchanged (it may be
+    an output location or the plugin's own concern). The configured values (rank columns, test
+    case identity) are not changed.
+    """
+    out = dict(hyperparameters)
+    for name, value in hyperparameters.items():
+        if not (isinstance(value, str) and value and name.endswith(PATH_SUFFIXES)):
+            continue
+        raw = Path(os.path.expanduser(value))
+        if raw.is_absolute() or "://" in value:
+            continue
+        for base, where in ((Path.cwd(), "the working directory"),
+                            (yaml_file.parent, f"the folder of {yaml_file.name}")):
+            candidate = base / raw
+            if candidate.exists():
+                out[name] = str(candidate.resolve())
+                logger.info("%s: hyperparameter %s=%r resolved against %s: %s", yaml_file,
+                            name, value, where, out[name])
+                break
+    return out
 
 
 def _expand_hyperparameters(sec: Section) -> tuple[dict[str, Any], ...]:
