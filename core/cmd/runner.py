@@ -27,8 +27,11 @@ class RunSummary:
 
 
 def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
-            debug: bool = False) -> RunSummary:
+            debug: bool = False, full_table: bool = False) -> RunSummary:
     """Run every test case (one failing does not stop the others), then rank the rest.
+
+    The selected rank is printed fitted to 120 columns, or with every column in one table as
+    upstream prints it when ``full_table``.
 
     The test split is read and the metrics are resolved once up front: a malformed dataset
     or an unusable metric raises :class:`IanvsError` before any test case starts (and before
@@ -51,5 +54,5 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
             metric_names += [m for m in outcome.metrics if m not in metric_names]
         rank_files = save_rank([o.to_rank() for o in finished], job.rank,
                                job.job_dir / "rank", metric_names)
-        visualize(job.rank, rank_files)
+        visualize(job.rank, rank_files, full=full_table)
     return RunSummary(outcomes, rank_files)

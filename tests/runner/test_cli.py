@@ -206,3 +206,15 @@ def test_empty_test_set_is_an_error_not_an_empty_leaderboard(toy: Path) -> None:
     assert res.returncode == 1
     assert "test.jsonl: the test set has no samples" in res.stderr, res.stderr
     assert not (toy / "workspace/toyjob/rank").exists()
+
+
+def test_leaderboard_fits_120_columns_unless_full_table_is_asked(toy: Path) -> None:
+    res = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", cwd=toy)
+    assert res.returncode == 0, res.stderr
+    assert max(len(line) for line in res.stdout.splitlines()) <= 120
+    assert "url:" in res.stdout and "  rank 1: ./workspace/toyjob/toy_alg/" in res.stdout
+    full = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", "--full-table", cwd=toy)
+    assert full.returncode == 0, full.stderr
+    header = next(line for line in full.stdout.splitlines() if line.startswith("| rank"))
+    assert [c.strip() for c in header.split("|")][-2] == "url"  # one table, url last
+    assert "url:" not in full.stdout

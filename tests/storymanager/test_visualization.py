@@ -10,9 +10,11 @@ import pytest
 
 from core.storymanager.rank.types import RankConfig, RankFiles
 from core.storymanager.visualization.visualization import (
+    MAX_CELL,
     METHODS,
     VisualizationError,
     display_width,
+    format_compact,
     format_table,
     print_table,
     render_markdown,
@@ -145,3 +147,32 @@ def test_visualize_wraps_method_failure(tmp_path: Path) -> None:
     with pytest.raises(VisualizationError,
                        match=r"process visualization\(method=print_table\) of rank file"):
         visualize(RankConfig(), _files(tmp_path / "missing.csv"))
+
+
+def test_compact_table_fits_120_columns_and_lists_urls_below(spec_csv: Path) -> None:
+    wide = "rank,algorithm," + ",".join(f"metric_number_{i}" for i in range(12)) + ",note,url\n"
+    wide += "1,alg," + ",".join(str(i / 7)[:6] for i in range(12)) + "," + "n" * 90 \
+        + ",./workspace/job/alg/" + "u" * 60 + "\n"
+    header, rows = wide.splitlines()[0].split(","), [wide.splitlines()[1].split(",")]
+    text = format_compact(header, rows, width=120)
+    lines = text.splitlines()
+    assert max(display_width(line) for line in lines) <= 120
+    assert sum(line.startswith("| rank | algorithm |") for line in lines) >= 2  # stacked
+    for i in range(12):
+        assert f"metric_number_{i}" in text  # nothing dropped
+    assert "n" * (MAX_CELL - 1) + "…" in text and "n" * MAX_CELL not in text
+    assert lines[-2:] == ["url:", "  rank 1: ./workspace/job/alg/" + "u" * 60]
+
+
+def test_compact_table_of_a_narrow_file_is_the_plain_table_plus_urls(spec_csv: Path) -> None:
+    out = io.StringIO()
+    visualize(RankConfig(), _files(spec_csv), stream=out, full=False)
+    text = out.getvalue()
+    assert max(display_width(line) for line in text.splitlines()) <= 120
+    assert "| rank | algorithm |  acc2  | npred |" in text and "| url" not in text
+    assert "  rank 3: ./toy_ws/sortjob/noisy/22fa4f64-e62d-11f1-a5ca-02fc00000001" in text
+
+
+def test_compact_table_shortens_a_column_too_wide_for_any_terminal() -> None:
+    text = format_compact(["rank", "algorithm", "x"], [["1", "a", "y" * 300]], width=60)
+    assert max(display_width(line) for line in text.splitlines()) <= 60

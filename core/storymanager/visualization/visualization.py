@@ -1,7 +1,12 @@
 """Show rank files: the upstream-style text table and a Markdown leaderboard (spec §9.7).
 
 * :func:`print_table` prints a CSV as a bordered text table with the look of upstream
-  Ianvs (PrettyTable's default style), without depending on prettytable.
+  Ianvs (PrettyTable's default style), without depending on prettytable; every column in one
+  table, however wide (``ianvs -f ... --full-table``).
+* :func:`format_compact` (the default of ``ianvs -f``) fits the same table into a terminal
+  width (120 columns): the ``url`` column moves below the table as one line per rank, cells
+  longer than :data:`MAX_CELL` are shortened with ``…`` (the CSV keeps them whole), and the
+  remaining columns are split over stacked tables that each repeat ``rank`` and ``algorithm``.
 * :func:`render_markdown` returns a GitHub-flavoured Markdown table of a CSV.
 * :func:`visualize` dispatches on the ``rank.visualization`` settings.
 
@@ -110,6 +115,82 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(output)
 
 
+#: widest cell of the compact table (longer text is shortened with an ellipsis)
+MAX_CELL = 40
+#: columns repeated in every part of a compact table
+KEY_COLUMNS = ("rank", "algorithm")
+
+
+def _shorten(text: str, limit: int) -> str:
+    if display_width(text) <= limit:
+        return text
+    out, used = "", 0
+    for char in text:
+        w = display_width(char)
+        if used + w > limit - 1:
+            break
+        out, used = out + char, used + w
+    return out + "…"
+
+
+def format_compact(header: Sequence[str], rows: Sequence[Sequence[str]],
+                   width: int = 120) -> str:
+    """The table of :func:`format_table`, fitted to ``width`` terminal columns.
+
+    ``url`` is listed below the table (``rank <n>: <url>``); every other cell longer than
+    :data:`MAX_CELL` columns is shortened with ``…``; columns that do not fit beside ``rank`` and
+    ``algorithm`` go to further tables below, each repeating those two. Every line is at most
+    ``width`` columns unless a single column cannot fit even alone (it is then shortened to fit).
+    """
+    url = header.index("url") if "url" in header else None
+    keys = [i for i, h in enumerate(header) if h in KEY_COLUMNS]
+    others = [i for i, h in enumerate(header) if i != url and i not in keys]
+    short = [[_shorten(cell, MAX_CELL) for cell in row] for row in rows]
+
+    def col_width(i: int) -> int:
+        return max([display_width(header[i])] + [display_width(r[i]) for r in short])
+
+    def table_width(cols: list[int]) -> int:
+        return 1 + sum(col_width(i) + 3 for i in cols)
+
+    room = width - table_width(keys)
+    limit = max(4, room - 4)
+    if any(col_width(i) > limit for i in others):  # a column too wide even alone
+        short = [[_shorten(cell, limit) if i in others else cell for i, cell in enumerate(row)]
+                 for row in short]
+    parts: list[list[int]] = []
+    current: list[int] = []
+    for i in others:
+        if current and table_width(keys + current + [i]) > width:
+            parts.append(current)
+            current = []
+        current.append(i)
+    parts.append(current)
+    blocks = []
+    for part in parts:
+        cols = keys + part
+        blocks.append(format_table([header[i] for i in cols],
+                                   [[row[i] for i in cols] for row in short]))
+    if url is not None and rows:
+        rank = header.index("rank") if "rank" in header else None
+        lines = ["url:"] + [f"  rank {row[rank] if rank is not None else n}: {row[url]}"
+                            for n, row in enumerate(rows, start=1)]
+        blocks.append("\n".join(lines))
+    return "\n".join(blocks)
+
+
+def print_compact_table(csv_path: Path, stream: TextIO | None = None, width: int = 120) -> None:
+    """Print ``csv_path`` with :func:`format_compact` to ``stream`` (default: ``sys.stdout``).
+
+    Raises:
+        VisualizationError: the file is missing, empty or malformed.
+    """
+    header, rows = _read_csv(csv_path)
+    target = stream if stream is not None else sys.stdout
+    target.write(format_compact(header, rows, width) + "\n")
+    target.flush()
+
+
 def print_table(csv_path: Path, stream: TextIO | None = None) -> None:
     """Print ``csv_path`` (normally ``selected_rank.csv``) as a text table to ``stream``
     (default: the current ``sys.stdout``), followed by a newline.
@@ -151,10 +232,12 @@ METHODS: dict[str, Callable[[Path, TextIO | None], None]] = {"print_table": prin
 assert tuple(METHODS) == VISUALIZATION_METHODS, "keep types.VISUALIZATION_METHODS in sync"
 
 
-def visualize(config: RankConfig, rank_files: RankFiles, stream: TextIO | None = None) -> None:
+def visualize(config: RankConfig, rank_files: RankFiles, stream: TextIO | None = None,
+              full: bool = True, width: int = 120) -> None:
     """Show ``rank_files.selected_rank`` as ``config`` asks.
 
-    Nothing is shown unless ``config.visualization_mode == "selected_only"``.
+    Nothing is shown unless ``config.visualization_mode == "selected_only"``. ``full=False``
+    shows ``print_table`` fitted to ``width`` columns (:func:`format_compact`).
 
     Raises:
         VisualizationError: unknown method (the message lists the known ones), or the
@@ -168,6 +251,8 @@ def visualize(config: RankConfig, rank_files: RankFiles, stream: TextIO | None =
         raise VisualizationError(
             f"unknown visualization method {config.visualization_method!r} for rank file "
             f"{rank_files.selected_rank}; known methods: {', '.join(METHODS)}")
+    if not full and config.visualization_method == "print_table":
+        method = lambda path, out: print_compact_table(path, out, width)  # noqa: E731
     try:
         method(rank_files.selected_rank, stream)
     except VisualizationError as exc:
