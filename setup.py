@@ -93,7 +93,8 @@ setup(
         "humaneval": HUMANEVAL,
         "plots": PLOTS,
         "datasources": DATASOURCES,
-        "test": EMBEDDED + HUMANEVAL + PLOTS + DATASOURCES + ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10"],
+        "test": EMBEDDED + HUMANEVAL + PLOTS + DATASOURCES + ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10",
+                                                            "markdown-it-py>=3"],
     },
     entry_points={"console_scripts": ["ianvs = core.cmd.benchmarking:cli"]},
 )

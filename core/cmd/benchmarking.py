@@ -46,6 +46,8 @@ def main_parser() -> argparse.ArgumentParser:
                         help="start new test-case folders instead of resuming stored "
                              "predictions")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser.add_argument("--no-report", action="store_true",
+                        help="do not write report/ (index.html, leaderboard.md, manifest.json)")
     parser.add_argument("--full-table", action="store_true",
                         help="print the leaderboard with every column in one table, as upstream "
                              "Ianvs does (default: fitted to 120 columns, urls listed below)")
@@ -82,7 +84,8 @@ def _run(argv: Sequence[str]) -> int:
 
         job = load_job(path)
         summary = run_job(job, fresh=args.fresh, show_progress=not args.no_progress,
-                          debug=args.debug, full_table=args.full_table)
+                          debug=args.debug, full_table=args.full_table,
+                          report=not args.no_report, command=["ianvs", *argv])
     except (IanvsError, OSError) as exc:
         return _fail(exc, args.debug)
     except KeyboardInterrupt:

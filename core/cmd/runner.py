@@ -27,11 +27,14 @@ class RunSummary:
 
 
 def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
-            debug: bool = False, full_table: bool = False) -> RunSummary:
+            debug: bool = False, full_table: bool = False, report: bool = True,
+            command: list[str] | None = None) -> RunSummary:
     """Run every test case (one failing does not stop the others), then rank the rest.
 
     The selected rank is printed fitted to 120 columns, or with every column in one table as
-    upstream prints it when ``full_table``.
+    upstream prints it when ``full_table``. Unless ``report`` is False, ``report/`` (Markdown,
+    HTML, manifest, figures) is written beside the rank files; ``command`` is recorded in the
+    manifest. A report that cannot be written is a warning, never a failed job.
 
     The test split is read and the metrics are resolved once up front: a malformed dataset
     or an unusable metric raises :class:`IanvsError` before any test case starts (and before
@@ -55,4 +58,24 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
         rank_files = save_rank([o.to_rank() for o in finished], job.rank,
                                job.job_dir / "rank", metric_names)
         visualize(job.rank, rank_files, full=full_table)
+        if report:
+            _report(job, rank_files, metric_names, command or [], debug)
     return RunSummary(outcomes, rank_files)
+
+
+def _report(job: JobConfig, rank_files: RankFiles, metric_names: list[str],
+            command: list[str], debug: bool) -> None:
+    from core.storymanager.report import write_report
+
+    metric = job.rank.sort_by[0][0] if job.rank.sort_by else (metric_names or [""])[0]
+    modules = sorted({spec.type for _, alg in job.algorithms for spec in alg.modules})
+    try:
+        folder = write_report(job.job_dir, rank_files.selected_rank, metric, modules,
+                              job.source, job.testenv.dataset.test.path, job.testenv.sandbox,
+                              command, all_csv=rank_files.all_rank)
+    except Exception as exc:  # noqa: BLE001 - a report problem must not fail a finished job
+        logger.warning("the report could not be written: %s: %s", type(exc).__name__, exc)
+        if debug:
+            raise
+        return
+    logger.info("report: %s (index.html, leaderboard.md, manifest.json)", folder)

@@ -26,6 +26,7 @@ starts the model.
 """
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -103,6 +104,21 @@ class CodegenModel:
                                             for r in records if "canonical_solution" in r})
         return create_generator(self.generator_name, **params)
 
+    def _write_identity(self, folder: Path) -> None:
+        """``model.json`` in the test case folder: the generator's identity (no secrets: see
+        :meth:`Generator.describe`), the mode and the decoding settings, for reports."""
+        assert self._generator is not None
+        d = self.decoding
+        identity = {"generator": self._generator.describe(), "mode": self.mode,
+                    "decoding": {"temperature": d.temperature, "top_p": d.top_p,
+                                 "max_tokens": d.max_tokens, "seed": d.seed, "n": d.n,
+                                 "stop": list(d.stop) if d.stop else None}}
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "model.json").write_text(json.dumps(identity, indent=2, default=str))
+        except OSError as exc:
+            logger.warning("could not write %s: %s", folder / "model.json", exc)
+
     def train(self, train_data: Any = None, **kwargs: Any) -> None:
         """Nothing to train: generation only."""
 
@@ -116,6 +132,7 @@ class CodegenModel:
             self.generator_params  # its solutions come from the records of each window
         if self._generator is None or per_window:
             self._generator = self._make_generator(records)
+            self._write_identity(Path(context.workspace))
         requests = [GenerationRequest(task_id=str(r["task_id"]), prompt=str(r["prompt"]),
                                       entry_point=r.get("entry_point"), mode=self.mode,
                                       decoding=self.decoding) for r in records]

@@ -19,11 +19,13 @@ Predictions are those of :class:`core.generation.codegen_model.CodegenModel`: pe
 """
 from __future__ import annotations
 
+import json
 import logging
 import math
 from array import array
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from core.common.errors import ConfigError
@@ -67,18 +69,21 @@ def pass_at_k(y_true: Any, y_pred: Sequence[Any], context: Any = None,
     tiers: set[str] = set()
     isolation: set[str] = set()
     unscored = 0
-    for samples in per_task:
-        outcomes.update(s.outcome for s in samples)
-        tiers.update(s.grading for s in samples if s.grading)
-        isolation.update(s.isolation for s in samples if s.isolation)
-        scored = [s for s in samples if s.scored]
-        if not scored:
-            unscored += 1
-            continue
-        ns.append(len(scored))
-        cs.append(sum(s.passed for s in scored))
-        if smallest is None or len(scored) < smallest[0]:
-            smallest = (len(scored), scored[0].task_id)
+    workspace = getattr(context, "workspace", None)
+    with _TaskLog(Path(workspace) / PER_TASK_FILE if workspace else None) as log:
+        for samples in per_task:
+            outcomes.update(s.outcome for s in samples)
+            tiers.update(s.grading for s in samples if s.grading)
+            isolation.update(s.isolation for s in samples if s.isolation)
+            scored = [s for s in samples if s.scored]
+            log.write(samples, scored)
+            if not scored:
+                unscored += 1
+                continue
+            ns.append(len(scored))
+            cs.append(sum(s.passed for s in scored))
+            if smallest is None or len(scored) < smallest[0]:
+                smallest = (len(scored), scored[0].task_id)
     if unscored:
         logger.warning("%d task(s) have no scored sample (generation or infra errors); they "
                        "are left out of pass@k and counted in 'unscored_tasks'", unscored)
@@ -90,6 +95,42 @@ def pass_at_k(y_true: Any, y_pred: Sequence[Any], context: Any = None,
     row["grading"] = "+".join(sorted(tiers))
     row["isolation"] = "+".join(sorted(isolation))
     return row
+
+
+PER_TASK_FILE = "per_task.jsonl"
+
+
+class _TaskLog:
+    """``per_task.jsonl`` in the test case folder: one line per task (``task_id``, scored
+    samples ``n``, passed ``c``, outcome counts), rewritten by every pass@k computation; the
+    reports read it for confidence intervals and paired comparisons."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._fh: Any = None
+
+    def __enter__(self) -> "_TaskLog":
+        if self.path is not None:
+            self._tmp = self.path.with_suffix(".tmp")
+            self._fh = self._tmp.open("w", encoding="utf-8")
+        return self
+
+    def write(self, samples: list[SampleResult], scored: list[SampleResult]) -> None:
+        if self._fh is None or not samples:
+            return
+        self._fh.write(json.dumps({
+            "task_id": samples[0].task_id, "n": len(scored),
+            "c": sum(s.passed for s in scored),
+            "outcomes": dict(Counter(s.outcome for s in samples))}) + "\n")
+
+    def __exit__(self, kind: Any, *_rest: Any) -> None:
+        if self._fh is None:
+            return
+        self._fh.close()
+        if kind is None and self.path is not None:
+            self._tmp.replace(self.path)
+        else:
+            self._tmp.unlink(missing_ok=True)
 
 
 def _mean_pass_at_k(ns: array, cs: array, ks: list[int],

@@ -1,0 +1,136 @@
+"""``report/manifest.json``: what is needed to reproduce or trust a score.
+
+Machine (project version, Python, OS, CPU, memory), the exact command, and per test case: its
+modules and hyperparameters, the model identity the model recorded (``model.json``: e.g. the
+GGUF file's SHA-256, or endpoint and model name, and the decoding settings), the dataset file's
+SHA-256 and record count, the sandbox backend with the isolation and grading tiers that
+produced the verdicts, calibrated timeouts, and start and end times.
+
+No secret ever appears: nothing is read from the environment, and any value whose key looks
+like a credential (a ``key``, ``api_key``, ``token``, ``secret``, ``password``,
+``authorization`` or ``credentials`` part; names ending in ``_env`` hold variable *names* and
+are kept) is replaced by ``"<redacted>"``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from core.__version__ import __version__
+
+_SECRET = re.compile(r"(^|[-_])(api_?key|key|token|secret|password|passwd|authori[sz]ation|"
+                     r"credentials?|bearer)($|[-_])", re.I)
+REDACTED = "<redacted>"
+
+
+def redact(value: Any, key: str = "") -> Any:
+    """``value`` with every credential-like entry replaced (recursively)."""
+    if key and _SECRET.search(key) and not key.endswith("_env"):
+        return REDACTED
+    if isinstance(value, Mapping):
+        return {str(k): redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(v) for v in value]
+    return value
+
+
+def file_sha256(path: Path) -> str | None:
+    try:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        return digest.hexdigest()
+    except OSError:
+        return None
+
+
+def _count_lines(path: Path) -> int | None:
+    try:
+        with path.open("rb") as handle:
+            return sum(1 for line in handle if line.strip())
+    except OSError:
+        return None
+
+
+def machine() -> dict[str, Any]:
+    """Project version, Python, OS, CPU model and count, total memory."""
+    cpu = platform.processor() or platform.machine()
+    memory_mb = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                memory_mb = int(line.split()[1]) // 1024
+                break
+    except OSError:
+        pass
+    return {"project": "ianvs-smart-coding", "version": __version__,
+            "python": sys.version.split()[0], "os": platform.platform(), "cpu": cpu,
+            "cpu_count": os.cpu_count(), "memory_mb": memory_mb, "node": platform.node()}
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def case_entry(case_dir: Path, row: Mapping[str, str], sandbox: Mapping[str, Any]
+               ) -> dict[str, Any]:
+    """One test case: configuration (``case.json``), model identity (``model.json``), sandbox
+    facts from its rank row, calibrated timeouts (``calibration.jsonl``)."""
+    case = _read_json(case_dir / "case.json") or {}
+    timeouts: list[float] = []
+    try:
+        for line in (case_dir / "calibration.jsonl").read_text().splitlines():
+            try:
+                timeouts.append(float(json.loads(line)["t_ref"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+    except OSError:
+        pass
+    return redact({
+        "url": row.get("url", str(case_dir)),
+        "algorithm": row.get("algorithm", case.get("algorithm")),
+        "modules": case.get("modules", {}),
+        "model": _read_json(case_dir / "model.json"),
+        "sandbox": {"backend": sandbox.get("backend", "local"),
+                    "isolation": row.get("isolation") or None,
+                    "grading": row.get("grading") or None,
+                    "node": platform.node(),
+                    "reference_times_s": {"count": len(timeouts),
+                                          "max": max(timeouts) if timeouts else None}},
+        "started": case.get("started"), "finished": case.get("finished"),
+        "status": case.get("status"),
+    })
+
+
+def build_manifest(job_source: Path, dataset: Path, sandbox: Mapping[str, Any],
+                   rows: list[dict[str, str]], command: list[str]) -> dict[str, Any]:
+    """The whole manifest (see the module docstring); ``rows`` are ``all_rank.csv`` rows."""
+    cases = []
+    for row in rows:
+        url = row.get("url", "")
+        case_dir = Path(url) if Path(url).is_absolute() else Path.cwd() / url
+        cases.append(case_entry(case_dir, row, sandbox))
+    return {
+        "machine": machine(),
+        "command": [redact(arg) for arg in command],
+        "job": str(job_source),
+        "dataset": {"file": str(dataset.resolve()), "sha256": file_sha256(dataset),
+                    "records": _count_lines(dataset) if dataset.suffix == ".jsonl" else None},
+        "sandbox": redact(dict(sandbox)),
+        "test_cases": cases,
+    }
