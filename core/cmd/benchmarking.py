@@ -150,6 +150,33 @@ def _dataset(argv: Sequence[str]) -> int:
     return 0
 
 
+def _leaderboard(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="ianvs leaderboard",
+        description="Merge the results of several jobs (models, machines, days) into one "
+                    "leaderboard, with each run's manifest facts as columns.")
+    parser.add_argument("paths", nargs="+", type=Path,
+                        help="workspaces, job folders or rank folders")
+    parser.add_argument("-o", "--output", type=Path, help="write here (default: stdout)")
+    parser.add_argument("--html", action="store_true", help="HTML instead of Markdown")
+    parser.add_argument("--metric", help="rank by this column (default: the first metric)")
+    parser.add_argument("--title", default="Leaderboard across runs")
+    _common(parser)
+    args = parser.parse_args(argv)
+    setup_logging("DEBUG" if args.debug else args.log_level)
+    from core.storymanager.report.board import build_board
+
+    try:
+        text = build_board(args.paths, args.metric, args.output, args.html, args.title)
+    except (IanvsError, OSError) as exc:
+        return _fail(exc, args.debug)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        print(f"wrote {args.output}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ianvs`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -157,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _validate(argv[1:])
     if argv and argv[0] == "dataset":
         return _dataset(argv[1:])
+    if argv and argv[0] == "leaderboard":
+        return _leaderboard(argv[1:])
     return _run(argv)
 
 
