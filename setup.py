@@ -94,7 +94,7 @@ setup(
         "plots": PLOTS,
         "datasources": DATASOURCES,
         "test": EMBEDDED + HUMANEVAL + PLOTS + DATASOURCES + ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10",
-                                                            "markdown-it-py>=3"],
+                                                            "markdown-it-py>=3", "selenium>=4.20"],
     },
     entry_points={"console_scripts": ["ianvs = core.cmd.benchmarking:cli"]},
 )

@@ -161,6 +161,11 @@ def _category(task_id: str) -> str:
     return task_id
 
 
+def _p(value: float) -> str:
+    """A bootstrap p-value: 0 means below the resolution of 2000 resamples."""
+    return "<0.0005" if value == 0 else f"{value:.3g}"
+
+
 def _fmt(value: float, digits: int = 4) -> str:
     return "" if math.isnan(value) else f"{value:.{digits}g}"
 
@@ -196,7 +201,7 @@ def render_markdown(views: list[CaseView], columns: list[str], metric: str,
         for c in comps:
             lines.append(f"| {cell(c['a'])} | {cell(c['b'])} | {c['tasks']} | "
                          f"{c['diff']:+.3f} | [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}] | "
-                         f"{c['p_bootstrap']:.3g} | {c['only_a']} / {c['only_b']} | "
+                         f"{_p(c['p_bootstrap'])} | {c['only_a']} / {c['only_b']} | "
                          f"{c['p_mcnemar']:.3g} | "
                          f"{'significant' if c['significant'] else 'not significant (noise)'} |")
     else:
@@ -222,7 +227,7 @@ def render_html(views: list[CaseView], columns: list[str], metric: str,
         comp_rows = "".join(
             f"<tr><td>{e(c['a'])}</td><td>{e(c['b'])}</td><td>{c['tasks']}</td>"
             f"<td>{c['diff']:+.3f}</td><td>[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]</td>"
-            f"<td>{c['p_bootstrap']:.3g}</td><td>{c['only_a']} / {c['only_b']}</td>"
+            f"<td>{_p(c['p_bootstrap'])}</td><td>{c['only_a']} / {c['only_b']}</td>"
             f"<td>{c['p_mcnemar']:.3g}</td><td>"
             f"{'significant' if c['significant'] else 'not significant (noise)'}</td></tr>"
             for c in comps)
