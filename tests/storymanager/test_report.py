@@ -107,6 +107,7 @@ def test_codegen_report_has_intervals_comparison_figures_and_manifest(codegen_jo
     for case in cases:
         assert case["sandbox"]["isolation"] and case["sandbox"]["grading"] == "boundary"
         assert case["sandbox"]["reference_times_s"]["count"] >= 1
+        assert case["sandbox"]["timeouts_s"]["min"] >= 3.0  # the calibrated floor
         assert case["started"] and case["finished"]
 
 

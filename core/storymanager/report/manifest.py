@@ -101,6 +101,16 @@ def case_entry(case_dir: Path, row: Mapping[str, str], sandbox: Mapping[str, Any
                 continue
     except OSError:
         pass
+    limits: list[float] = []
+    try:
+        with (case_dir / "executions.jsonl").open("rb") as fh:
+            for raw in fh:
+                try:
+                    limits.append(float(json.loads(raw)["result"]["timeout_s"]))
+                except (ValueError, KeyError, TypeError):
+                    continue
+    except OSError:
+        pass
     return redact({
         "url": row.get("url", str(case_dir)),
         "algorithm": row.get("algorithm", case.get("algorithm")),
@@ -111,7 +121,9 @@ def case_entry(case_dir: Path, row: Mapping[str, str], sandbox: Mapping[str, Any
                     "grading": row.get("grading") or None,
                     "node": platform.node(),
                     "reference_times_s": {"count": len(timeouts),
-                                          "max": max(timeouts) if timeouts else None}},
+                                          "max": max(timeouts) if timeouts else None},
+                    "timeouts_s": {"min": min(limits) if limits else None,
+                                   "max": max(limits) if limits else None}},
         "started": case.get("started"), "finished": case.get("finished"),
         "status": case.get("status"),
     })

@@ -84,19 +84,33 @@ def outcome_breakdown(labels: Sequence[str], counts: Sequence[Mapping[str, float
 
 
 def score_vs_cost(labels: Sequence[str], scores: Sequence[float], latency: Sequence[float],
-                  metric: str) -> bytes | None:
-    """Score against generation latency per sample (edge trade-offs)."""
-    points = [(lab, s, c) for lab, s, c in zip(labels, scores, latency)
-              if not (math.isnan(s) or math.isnan(c))]
-    if not points:
+                  metric: str, tokens_per_s: Sequence[float] | None = None) -> bytes | None:
+    """Score against generation latency per sample and, when reported, tokens per second
+    (edge trade-offs): one panel per cost."""
+    costs = [("generation latency per sample (s)", latency)]
+    if tokens_per_s is not None and any(not math.isnan(t) for t in tokens_per_s):
+        costs.append(("generation speed (tokens/s)", tokens_per_s))
+    panels = []
+    for xlabel, values in costs:
+        points = [(lab, s, c) for lab, s, c in zip(labels, scores, values)
+                  if not (math.isnan(s) or math.isnan(c))]
+        if points:
+            panels.append((xlabel, points))
+    if not panels:
         return None
-    fig, ax = _figure(6.5, 4.0)
-    for lab, s, c in points:
-        ax.scatter([c], [s], label=lab, s=40)
-    ax.set_xlabel("generation latency per sample (s)")
-    ax.set_ylabel(metric)
-    ax.set_title(f"{metric} against generation cost")
-    ax.legend(loc="best", fontsize=7)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.0 * len(panels), 4.0), dpi=100)
+    FigureCanvasAgg(fig)
+    for n, (xlabel, points) in enumerate(panels, start=1):
+        ax = fig.add_subplot(1, len(panels), n)
+        for lab, s, c in points:
+            ax.scatter([c], [s], label=lab, s=40)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(metric)
+        ax.set_title(f"{metric} against {xlabel.split(' (')[0]}")
+        ax.legend(loc="best", fontsize=7)
     return _png(fig)
 
 

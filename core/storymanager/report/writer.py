@@ -131,7 +131,8 @@ def figures(views: list[CaseView], metric: str) -> dict[str, bytes]:
                                                       else 0 for o in plots.OUTCOMES}
                                                      for v in views]),
         "cost": plots.score_vs_cost(labels, [v.value for v in views],
-                                    [_float(v.row.get("latency_s")) for v in views], metric),
+                                    [_float(v.row.get("latency_s")) for v in views], metric,
+                                    [_float(v.row.get("tokens_per_s")) for v in views]),
     }
     with_tasks = [v for v in views if v.tasks]
     if with_tasks:
