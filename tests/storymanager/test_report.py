@@ -16,6 +16,7 @@ import pytest
 from core.storymanager.report.stats import bootstrap_ci, mcnemar_exact, paired_bootstrap
 from tests.runner.conftest import REPO, run_cli, toy  # noqa: F401 - fixtures
 from tests.smart_coding.conftest import codegen_job  # noqa: F401
+from tests.storymanager.toy_variants import break_most_cases
 
 CANARY_ENV = "sk-canary-from-the-environment-7f3a"
 CANARY_HP = "sk-canary-hyperparameter-91c2"
@@ -142,13 +143,7 @@ def test_no_secret_reaches_any_report_file(toy: Path) -> None:
 
 
 def test_report_of_failed_cases_nan_metrics_and_one_case_renders(toy: Path) -> None:
-    (toy / "basemodel.py").write_text((toy / "basemodel.py").read_text().replace(
-        "self.scale = int(kwargs.get(\"scale\", 1))",
-        "self.scale = int(kwargs.get(\"scale\", 1))\n"
-        "        if self.scale == 2 or int(kwargs.get('offset', 0)) == 1:\n"
-        "            raise RuntimeError('broken')"))
-    (toy / "count.py").write_text((toy / "count.py").read_text().replace(
-        "return", "return float('nan') if True else", 1))
+    break_most_cases(toy)
     res = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", cwd=toy)
     assert res.returncode == 1  # three of four cases failed; one is ranked
     report = toy / "workspace/toyjob/report"

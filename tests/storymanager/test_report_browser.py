@@ -15,6 +15,7 @@ import pytest
 
 from tests.runner.conftest import run_cli, toy  # noqa: F401 - fixture
 from tests.smart_coding.conftest import codegen_job  # noqa: F401
+from tests.storymanager.toy_variants import break_most_cases
 
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(
@@ -67,13 +68,7 @@ def test_codegen_report_in_a_real_browser(browser, codegen_job, tmp_path: Path) 
 
 def test_report_with_failures_nan_and_one_case_in_a_real_browser(browser, toy,
                                                                  tmp_path: Path) -> None:
-    (toy / "basemodel.py").write_text((toy / "basemodel.py").read_text().replace(
-        "self.scale = int(kwargs.get(\"scale\", 1))",
-        "self.scale = int(kwargs.get(\"scale\", 1))\n"
-        "        if self.scale == 2 or int(kwargs.get('offset', 0)) == 1:\n"
-        "            raise RuntimeError('broken')"))
-    (toy / "count.py").write_text((toy / "count.py").read_text().replace(
-        "return", "return float('nan') if True else", 1))
+    break_most_cases(toy)
     res = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", cwd=toy)
     assert res.returncode == 1
     facts = _open(browser, toy / "workspace/toyjob/report/index.html", tmp_path / "toy.png")
