@@ -1,11 +1,15 @@
 """Streaming reader of JSON Lines files with errors that name file and line.
 
 One reader for every JSONL input of the project (datasets, codegen task files, recorded
-samples), so each reports bad input the same way.
+samples), so each reports bad input the same way; and the few pieces every offset index over a
+JSONL file shares (the caches and logs that keep byte offsets instead of values, so memory does
+not grow with what the lines hold): :func:`lines_with_offsets`, :func:`read_json_at`,
+:func:`key_prefix`.
 """
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,3 +67,32 @@ def iter_jsonl(path: str | Path, what: str = "dataset file") -> Iterator[tuple[i
         except (OSError, EOFError) as exc:  # e.g. a truncated or non-gzip .gz file
             raise DatasetError(f"cannot read {what}: {exc}", source=file,
                                line=line_no + 1) from exc
+
+
+def lines_with_offsets(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """``(line_number, byte offset, raw line with its newline)`` of every line of a plain
+    (not gzip) file; nothing when the file does not exist. A torn last line (a killed writer)
+    is yielded too: it is the only one not ending with a newline."""
+    if not path.exists():
+        return
+    offset = 0
+    with path.open("rb") as handle:
+        for line_no, raw in enumerate(handle, start=1):
+            yield line_no, offset, raw
+            offset += len(raw)
+
+
+def read_json_at(path: Path, offset: int) -> Any:
+    """The JSON value of the line of ``path`` that starts at byte ``offset``."""
+    with path.open("rb") as handle:
+        handle.seek(offset)
+        return json.loads(handle.readline())
+
+
+def key_prefix(key: str) -> int:
+    """The first 64 bits of a hex key: a small ``int`` to index an offset cache by (check the
+    full key when reading the line back). A key that is not hex is hashed first."""
+    try:
+        return int(key[:16], 16)
+    except ValueError:
+        return int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:16], 16)

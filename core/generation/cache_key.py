@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from core.common.jsonl import key_prefix, lines_with_offsets, read_json_at
 from core.generation.base import Generator
 from core.generation.types import Generation, GenerationRequest
 
@@ -91,14 +92,6 @@ def _terminate_torn_line(path: Path) -> None:
             handle.write(b"\n")
 
 
-def _prefix(key: str) -> int:
-    """First 64 bits of a hex key (a whole non-hex key is hashed)."""
-    try:
-        return int(key[:16], 16)
-    except ValueError:
-        return int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:16], 16)
-
-
 class GenerationCache:
     """The generation JSONL cache as an index ``key -> byte offset`` (successful samples only).
 
@@ -112,31 +105,24 @@ class GenerationCache:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.index: dict[int, int] = {}
-        if not self.path.exists():
-            return
-        offset = 0
-        with open(self.path, "rb") as handle:
-            for lineno, raw in enumerate(handle, 1):
-                start, offset = offset, offset + len(raw)
-                if not raw.strip():
-                    continue
-                try:
-                    entry = json.loads(raw)
-                    key, error = entry.get("key"), entry.get("error")
-                except (json.JSONDecodeError, AttributeError, UnicodeDecodeError) as exc:
-                    LOGGER.warning("%s:%d: unreadable cache line skipped (%s)", self.path,
-                                   lineno, exc)
-                    continue
-                if key and error is None:
-                    self.index[_prefix(str(key))] = start
+        for lineno, offset, raw in lines_with_offsets(self.path):
+            if not raw.strip():
+                continue
+            try:
+                entry = json.loads(raw)
+                key, error = entry.get("key"), entry.get("error")
+            except (json.JSONDecodeError, AttributeError, UnicodeDecodeError) as exc:
+                LOGGER.warning("%s:%d: unreadable cache line skipped (%s)", self.path,
+                               lineno, exc)
+                continue
+            if key and error is None:
+                self.index[key_prefix(str(key))] = offset
 
     def get(self, key: str) -> Generation | None:
-        offset = self.index.get(_prefix(key))
+        offset = self.index.get(key_prefix(key))
         if offset is None:
             return None
-        with open(self.path, "rb") as handle:
-            handle.seek(offset)
-            gen = Generation.from_dict(json.loads(handle.readline()))
+        gen = Generation.from_dict(read_json_at(self.path, offset))
         return gen if gen.key == key else None
 
     def append(self, gens: Iterable[Generation]) -> Iterator[Generation]:
@@ -150,7 +136,7 @@ class GenerationCache:
                 out.write(json.dumps(gen.to_dict(), ensure_ascii=False).encode("utf-8") + b"\n")
                 out.flush()
                 if gen.key and gen.error is None:
-                    self.index[_prefix(gen.key)] = offset
+                    self.index[key_prefix(gen.key)] = offset
                 yield gen
 
 

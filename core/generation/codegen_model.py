@@ -131,8 +131,10 @@ class CodegenModel:
         per_window = self.generator_name == "canonical" and "dataset_path" not in \
             self.generator_params  # its solutions come from the records of each window
         if self._generator is None or per_window:
+            first = self._generator is None
             self._generator = self._make_generator(records)
-            self._write_identity(Path(context.workspace))
+            if first:  # the identity does not change from window to window
+                self._write_identity(Path(context.workspace))
         requests = [GenerationRequest(task_id=str(r["task_id"]), prompt=str(r["prompt"]),
                                       entry_point=r.get("entry_point"), mode=self.mode,
                                       decoding=self.decoding) for r in records]

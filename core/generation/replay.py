@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import DatasetError
-from core.common.jsonl import iter_jsonl
+from core.common.jsonl import iter_jsonl, lines_with_offsets, read_json_at
 from core.generation.base import Generator
 from core.generation.cache_key import sample_key
 from core.generation.types import Generation, GenerationRequest
@@ -69,25 +69,22 @@ def index_samples(path: str | os.PathLike[str]) -> dict[str, int | list[int]]:
     small); every line is parsed and checked as :func:`read_samples` does."""
     file = Path(path)
     index: dict[str, int | list[int]] = {}
-    offset = 0
-    with open(file, "rb") as handle:
-        for lineno, raw in enumerate(handle, 1):
-            start, offset = offset, offset + len(raw)
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise DatasetError(f"invalid JSON in samples file: {exc}", source=file,
-                                   line=lineno) from exc
-            task = _check(record, file, lineno)
-            known = index.get(task)
-            if known is None:
-                index[task] = start
-            elif isinstance(known, list):
-                known.append(start)
-            else:
-                index[task] = [known, start]
+    for lineno, start, raw in lines_with_offsets(file):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise DatasetError(f"invalid JSON in samples file: {exc}", source=file,
+                               line=lineno) from exc
+        task = _check(record, file, lineno)
+        known = index.get(task)
+        if known is None:
+            index[task] = start
+        elif isinstance(known, list):
+            known.append(start)
+        else:
+            index[task] = [known, start]
     return index
 
 
@@ -126,12 +123,7 @@ class ReplayGenerator(Generator):
         if found is None:
             return []
         offsets = found if isinstance(found, list) else [found]
-        with open(self.samples_path, "rb") as handle:
-            out = []
-            for off in offsets:
-                handle.seek(off)
-                out.append(json.loads(handle.readline()))
-            return out
+        return [read_json_at(self.samples_path, off) for off in offsets]
 
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Generation]:
         model = self.describe()

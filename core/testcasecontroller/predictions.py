@@ -30,6 +30,8 @@ from typing import Any, overload
 
 import numpy as np
 
+from core.common.jsonl import lines_with_offsets
+
 logger = logging.getLogger(__name__)
 
 #: seconds between fsyncs of the prediction log (every line is flushed at once regardless)
@@ -161,26 +163,23 @@ class PredictionStore:
             return
         good_bytes = 0
         stale = 0
-        with self.path.open("rb") as handle:
-            for raw in handle:
-                if not raw.endswith(b"\n"):
-                    logger.warning("%s: dropping an incomplete last line (killed run)",
-                                   self.path)
-                    break
-                start = good_bytes
-                good_bytes += len(raw)
-                try:
-                    entry = json.loads(raw)
-                    index, key = int(entry["index"]), entry["sample_key"]
-                except (ValueError, KeyError, TypeError):
-                    logger.warning("%s: dropping a malformed line", self.path)
-                    continue
-                if 0 <= index < len(self.keys) and self.keys[index] == key:
-                    if self.offsets[index] < 0:
-                        self.stored += 1
-                    self.offsets[index] = start
-                else:
-                    stale += 1
+        for _line, start, raw in lines_with_offsets(self.path):
+            if not raw.endswith(b"\n"):
+                logger.warning("%s: dropping an incomplete last line (killed run)", self.path)
+                break
+            good_bytes = start + len(raw)
+            try:
+                entry = json.loads(raw)
+                index, key = int(entry["index"]), entry["sample_key"]
+            except (ValueError, KeyError, TypeError):
+                logger.warning("%s: dropping a malformed line", self.path)
+                continue
+            if 0 <= index < len(self.keys) and self.keys[index] == key:
+                if self.offsets[index] < 0:
+                    self.stored += 1
+                self.offsets[index] = start
+            else:
+                stale += 1
         if good_bytes < self.path.stat().st_size:
             with self.path.open("r+b") as handle:
                 handle.truncate(good_bytes)

@@ -12,7 +12,6 @@ naming both, instead of ranking incomparable scores side by side. A run without 
 """
 from __future__ import annotations
 
-import csv
 import html
 import json
 import math
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.common.errors import ConfigError
+from core.storymanager.report.writer import read_rows
 
 FACT_COLUMNS = ("dataset", "dataset_sha256", "records", "cpu", "python", "version",
                 "isolation", "grading", "finished")
@@ -76,22 +76,21 @@ def collect(paths: list[Path]) -> list[BoardRow]:
             hashes[name] = (digest, job_dir)
             machine = manifest.get("machine", {})
             cases = {str(c.get("url")): c for c in manifest.get("test_cases", [])}
-            with rank_csv.open(encoding="utf-8-sig", newline="") as fh:
-                for row in csv.DictReader(fh):
-                    case = cases.get(row.get("url", ""), {})
-                    sandbox = case.get("sandbox", {})
-                    facts = {"dataset": name, "dataset_sha256": digest[:12],
-                             "records": str(dataset.get("records", "")),
-                             "cpu": str(machine.get("cpu", "")),
-                             "python": str(machine.get("python", "")),
-                             "version": str(machine.get("version", "")),
-                             "isolation": str(sandbox.get("isolation") or row.get("isolation", "")),
-                             "grading": str(sandbox.get("grading") or row.get("grading", "")),
-                             "finished": str(case.get("finished") or row.get("time", ""))}
-                    values = {k: v for k, v in row.items() if k not in ("rank", "url")}
-                    values.update(facts)
-                    values["run"] = str(job_dir)
-                    rows.append(BoardRow(rank_csv, values))
+            for row in read_rows(rank_csv):
+                case = cases.get(row.get("url", ""), {})
+                sandbox = case.get("sandbox", {})
+                facts = {"dataset": name, "dataset_sha256": digest[:12],
+                         "records": str(dataset.get("records", "")),
+                         "cpu": str(machine.get("cpu", "")),
+                         "python": str(machine.get("python", "")),
+                         "version": str(machine.get("version", "")),
+                         "isolation": str(sandbox.get("isolation") or row.get("isolation", "")),
+                         "grading": str(sandbox.get("grading") or row.get("grading", "")),
+                         "finished": str(case.get("finished") or row.get("time", ""))}
+                values = {k: v for k, v in row.items() if k not in ("rank", "url")}
+                values.update(facts)
+                values["run"] = str(job_dir)
+                rows.append(BoardRow(rank_csv, values))
     return rows
 
 

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from core.__version__ import __version__
+from core.testcasecontroller.metrics.code_execution import (CALIBRATION_FILE, EXEC_CACHE,
+                                                            load_calibration)
 
 _SECRET = re.compile(r"(^|[-_])(api_?key|key|token|secret|password|passwd|authori[sz]ation|"
                      r"credentials?|bearer)($|[-_])", re.I)
@@ -92,18 +94,10 @@ def case_entry(case_dir: Path, row: Mapping[str, str], sandbox: Mapping[str, Any
     """One test case: configuration (``case.json``), model identity (``model.json``), sandbox
     facts from its rank row, calibrated timeouts (``calibration.jsonl``)."""
     case = _read_json(case_dir / "case.json") or {}
-    timeouts: list[float] = []
-    try:
-        for line in (case_dir / "calibration.jsonl").read_text().splitlines():
-            try:
-                timeouts.append(float(json.loads(line)["t_ref"]))
-            except (ValueError, KeyError, TypeError):
-                continue
-    except OSError:
-        pass
+    timeouts = list(load_calibration(case_dir / CALIBRATION_FILE).values())
     limits: list[float] = []
     try:
-        with (case_dir / "executions.jsonl").open("rb") as fh:
+        with (case_dir / EXEC_CACHE).open("rb") as fh:
             for raw in fh:
                 try:
                     limits.append(float(json.loads(raw)["result"]["timeout_s"]))

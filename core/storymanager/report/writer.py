@@ -55,7 +55,8 @@ def _float(text: str | None) -> float:
         return math.nan
 
 
-def _read_rows(path: Path) -> list[dict[str, str]]:
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a rank CSV as dicts (header order kept)."""
     with path.open(encoding="utf-8-sig", newline="") as fh:
         return [dict(r) for r in csv.DictReader(fh)]
 
@@ -167,10 +168,6 @@ def _p(value: float) -> str:
     return "<0.0005" if value == 0 else f"{value:.3g}"
 
 
-def _fmt(value: float, digits: int = 4) -> str:
-    return "" if math.isnan(value) else f"{value:.{digits}g}"
-
-
 def _ci_text(view: CaseView) -> str:
     return f"[{view.ci[0]:.3f}, {view.ci[1]:.3f}]" if view.ci else "n/a"
 
@@ -187,7 +184,7 @@ def render_markdown(views: list[CaseView], columns: list[str], metric: str,
              f"(sha256 `{str(manifest['dataset']['sha256'])[:16]}…`, "
              f"{manifest['dataset']['records']} records), run on {cell(mach['cpu'])} "
              f"({mach['cpu_count']} CPUs, {mach['memory_mb']} MB), Python {mach['python']}, "
-             f"{PROJECT_NAME} {mach['version']}. Full details: `manifest.json`.", "",
+             f"{mach['project']} {mach['version']}. Full details: `manifest.json`.", "",
              "| " + " | ".join(cell(c) for c in columns) + f" | {metric} 95% CI |",
              "|" + "---|" * (len(columns) + 1)]
     for v in views:
@@ -211,9 +208,6 @@ def render_markdown(views: list[CaseView], columns: list[str], metric: str,
         lines += ["", "## Figures", ""]
         lines += [f"![{name}]({path})" for name, path in images.items()]
     return "\n".join(lines) + "\n"
-
-
-PROJECT_NAME = "ianvs-smart-coding"
 
 
 def render_html(views: list[CaseView], columns: list[str], metric: str,
@@ -253,7 +247,7 @@ th{{background:#eee}}img{{max-width:100%}}figure{{margin:1em 0}}</style></head>
 <p>Job <code>{e(str(manifest['job']))}</code>; dataset <code>{e(str(manifest['dataset']['file']))}</code>
 (sha256 <code>{e(str(manifest['dataset']['sha256']))}</code>, {manifest['dataset']['records']} records);
 machine {e(str(mach['cpu']))}, {mach['cpu_count']} CPUs, {mach['memory_mb']} MB, Python {e(mach['python'])},
-{PROJECT_NAME} {e(mach['version'])}. Full details in <code>manifest.json</code>.</p>
+{e(mach['project'])} {e(mach['version'])}. Full details in <code>manifest.json</code>.</p>
 <table id="leaderboard"><tr>{head}</tr>{body}</table>
 <p>Intervals: percentile bootstrap over tasks (2000 resamples) of the per-task pass rate; n/a
 where the metric has no per-task results.</p>
@@ -274,9 +268,9 @@ def write_report(job_dir: Path, rank_csv: Path, metric: str, modules: Sequence[s
     main metric (first ``sort_by``); ``modules`` the module types (to label test cases by their
     hyperparameters).
     """
-    rows = _read_rows(rank_csv)
+    rows = read_rows(rank_csv)
     views = build_views(rows, metric, modules)
-    all_rows = _read_rows(all_csv) if all_csv is not None and all_csv.exists() else rows
+    all_rows = read_rows(all_csv) if all_csv is not None and all_csv.exists() else rows
     every = build_views(all_rows, metric, modules) if all_rows is not rows else views
     columns = [c for c in (rows[0] if rows else {}) if c != "url"]
     comps = comparisons(every)

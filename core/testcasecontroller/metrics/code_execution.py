@@ -12,7 +12,8 @@ against the model.
 Memory stays flat in the size of the test set: records and predictions stream through in
 batches of :data:`BATCH` records, the execution cache is an index of keys to file offsets,
 calibration measurements are appended to ``calibration.jsonl``, and results are yielded per
-record (:func:`iter_results`) for the metrics to aggregate.
+record (:func:`iter_results`) for the metrics to aggregate. Calibration runs per batch, inside
+the ``execute`` progress bar.
 
 Sandbox settings (testenv ``sandbox:``; all optional):
 
@@ -41,10 +42,11 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import ConfigError
+from core.common.jsonl import key_prefix, lines_with_offsets, read_json_at
 from core.common.progress import progress_bar
 from core.testenvmanager.testenv.testenv import SANDBOX_KEYS
 from core.testenvmanager.sandbox import (ExecRequest, Executor, Outcome, calibrate_timeouts,
-                                         get_executor, reference_key)
+                                         get_executor)
 
 logger = logging.getLogger(__name__)
 
@@ -128,26 +130,19 @@ class ExecCache:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.index: dict[int, int] = {}
-        if not path.exists():
-            return
-        offset = 0
-        with path.open("rb") as handle:
-            for raw in handle:
-                start, offset = offset, offset + len(raw)
-                if not raw.endswith(b"\n"):
-                    break  # a torn last line from a killed run
-                try:
-                    self.index[int(str(json.loads(raw)["key"])[:16], 16)] = start
-                except (ValueError, KeyError, TypeError):
-                    continue
+        for _line, offset, raw in lines_with_offsets(path):
+            if not raw.endswith(b"\n"):
+                break  # a torn last line from a killed run
+            try:
+                self.index[key_prefix(str(json.loads(raw)["key"]))] = offset
+            except (ValueError, KeyError, TypeError):
+                continue
 
     def get(self, key: str) -> dict[str, Any] | None:
-        offset = self.index.get(int(key[:16], 16))
+        offset = self.index.get(key_prefix(key))
         if offset is None:
             return None
-        with self.path.open("rb") as handle:
-            handle.seek(offset)
-            entry = json.loads(handle.readline())
+        entry = read_json_at(self.path, offset)
         if entry.get("key") != key:
             return None
         result: dict[str, Any] = entry["result"]
@@ -158,10 +153,11 @@ class ExecCache:
         offset = handle.seek(0, 2)
         handle.write(json.dumps({"key": key, "result": asdict(result)}).encode("utf-8") + b"\n")
         handle.flush()
-        self.index[int(key[:16], 16)] = offset
+        self.index[key_prefix(key)] = offset
 
 
-def _load_calibration(path: Path) -> dict[str, float]:
+def load_calibration(path: Path) -> dict[str, float]:
+    """Reference times measured on this node, by reference key (``calibration.jsonl``)."""
     known: dict[str, float] = {}
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -212,8 +208,7 @@ def _request(key: str, program: str, record: Mapping[str, Any], timeout: float,
 
 
 def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], executor: Executor,
-              memory_mb: int, workspace: Path, known: dict[str, float],
-              show_progress: bool = True) -> list[float]:
+              memory_mb: int, workspace: Path, known: dict[str, float]) -> list[float]:
     """Per-record timeout (order of ``records``): the record's field, the fixed setting, or
     calibrated against the record's reference solution (:func:`calibrate_timeouts`; identical
     references are measured once; ``known`` holds this node's measurements by reference key,
@@ -238,12 +233,8 @@ def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], exec
                 references[str(ri)] = ref
     if not probes:
         return out
-    todo = {reference_key(executor.name, r, references[r.id]) for r in probes} - set(known)
-    with progress_bar(total=len(todo), desc="calibrate timeouts", unit="probe",
-                      enabled=show_progress and bool(todo)) as bar:
-        cal = calibrate_timeouts(executor, probes, references, factor=factor, floor=floor,
-                                 ceiling=ceiling, probe_timeout=ceiling, known=known,
-                                 on_probe=lambda: bar.update(1))
+    cal = calibrate_timeouts(executor, probes, references, factor=factor, floor=floor,
+                             ceiling=ceiling, probe_timeout=ceiling, known=known)
     new = {k: v for k, v in cal.measured.items() if k not in known}
     if new:
         with (workspace / CALIBRATION_FILE).open("a", encoding="utf-8") as fh:
@@ -259,14 +250,6 @@ def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], exec
     return out
 
 
-def execute_predictions(records: Iterable[Mapping[str, Any]], predictions: Iterable[Any],
-                        sandbox: Mapping[str, Any], workspace: Path,
-                        show_progress: bool = True) -> list[list[SampleResult]]:
-    """Every sample's result, per record in dataset order (all in memory: prefer
-    :func:`iter_results` for large sets)."""
-    return list(iter_results(records, predictions, sandbox, workspace, show_progress))
-
-
 def iter_results(records: Iterable[Mapping[str, Any]], predictions: Iterable[Any],
                  sandbox: Mapping[str, Any], workspace: Path, show_progress: bool = True,
                  total: int | None = None) -> Iterator[list[SampleResult]]:
@@ -280,7 +263,7 @@ def iter_results(records: Iterable[Mapping[str, Any]], predictions: Iterable[Any
     memory_mb = int(general.get("memory_mb", 1024))
     cache_path = workspace / EXEC_CACHE
     cache = ExecCache(cache_path)
-    known = _load_calibration(workspace / CALIBRATION_FILE)
+    known = load_calibration(workspace / CALIBRATION_FILE)
     executor: Executor | None = None
     rec_iter, pred_iter = iter(records), iter(predictions)
     end = object()
@@ -304,7 +287,7 @@ def iter_results(records: Iterable[Mapping[str, Any]], predictions: Iterable[Any
             if executor is None and any(_samples(pred) for _, pred in batch):
                 executor = _executor(backend, options)
             rows = _run_batch(batch, executor, backend, general, memory_mb, workspace, known,
-                              cache, out, show_progress)
+                              cache, out)
             counted += len(batch)
             bar.update(len(batch))
             yield from rows
@@ -316,8 +299,7 @@ def _samples(pred: Any) -> list[Any]:
 
 def _run_batch(batch: list[tuple[Mapping[str, Any], Any]], executor: Executor | None,
                backend: str, general: Mapping[str, Any], memory_mb: int, workspace: Path,
-               known: dict[str, float], cache: ExecCache, out: Any,
-               show_progress: bool) -> list[list[SampleResult]]:
+               known: dict[str, float], cache: ExecCache, out: Any) -> list[list[SampleResult]]:
     results: list[list[SampleResult | None]] = []
     todo: dict[str, tuple[ExecRequest, list[tuple[int, int]]]] = {}
     timeouts: list[float] | None = None
@@ -334,7 +316,7 @@ def _run_batch(batch: list[tuple[Mapping[str, Any], Any]], executor: Executor | 
             assert executor is not None
             if timeouts is None:
                 timeouts = _timeouts([r for r, _ in batch], general, executor, memory_mb,
-                                     workspace, known, show_progress=False)
+                                     workspace, known)
             if grading is None:
                 grading = _grading(rec)
             key = _key(backend, sample["code"], rec["test"], rec["entry_point"],

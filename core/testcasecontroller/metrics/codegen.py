@@ -31,7 +31,7 @@ from typing import Any
 from core.common.errors import ConfigError
 from core.testcasecontroller.metrics.code_execution import (GENERATION_ERROR, SampleResult,
                                                             iter_results)
-from core.testcasecontroller.metrics.passk import estimate_pass_at_k
+from core.testcasecontroller.metrics.passk import mean_pass_at_k
 from core.testenvmanager.sandbox import Outcome
 
 logger = logging.getLogger(__name__)
@@ -64,7 +64,8 @@ def pass_at_k(y_true: Any, y_pred: Sequence[Any], context: Any = None,
     ks = _ks(k)
     per_task = _results(y_pred, context)
     ns, cs = array("q"), array("q")  # per scored task: samples, correct (flat in memory)
-    smallest: tuple[int, str] | None = None  # (fewest samples, its task) for warnings
+    few: dict[int, str] = {}  # names of tasks with fewer samples than the largest k (warnings)
+    top_k = max(ks)
     outcomes: Counter[str] = Counter()
     tiers: set[str] = set()
     isolation: set[str] = set()
@@ -80,14 +81,14 @@ def pass_at_k(y_true: Any, y_pred: Sequence[Any], context: Any = None,
             if not scored:
                 unscored += 1
                 continue
+            if len(scored) < top_k:
+                few[len(ns)] = scored[0].task_id
             ns.append(len(scored))
             cs.append(sum(s.passed for s in scored))
-            if smallest is None or len(scored) < smallest[0]:
-                smallest = (len(scored), scored[0].task_id)
     if unscored:
         logger.warning("%d task(s) have no scored sample (generation or infra errors); they "
                        "are left out of pass@k and counted in 'unscored_tasks'", unscored)
-    values = _mean_pass_at_k(ns, cs, ks, smallest)
+    values = mean_pass_at_k(ns, cs, ks, lambda i: few.get(i, f"#{i}"))
     row: dict[str, Any] = {f"pass@{kk}": round(values[kk], 4) if not math.isnan(values[kk])
                            else math.nan for kk in ks}
     row.update({name: outcomes.get(name, 0) for name in OUTCOME_COLUMNS})
@@ -131,25 +132,6 @@ class _TaskLog:
             self._tmp.replace(self.path)
         else:
             self._tmp.unlink(missing_ok=True)
-
-
-def _mean_pass_at_k(ns: array, cs: array, ks: list[int],
-                    smallest: tuple[int, str] | None) -> dict[int, float]:
-    """Mean of the unbiased pass@k estimator over tasks (as :func:`passk.pass_at_k`), from
-    flat per-task counts; NaN with a warning for a k above some task's sample count."""
-    values: dict[int, float] = {}
-    for kk in ks:
-        if not ns:
-            logger.warning("pass@%d is NaN: no tasks", kk)
-            values[kk] = math.nan
-        elif smallest is not None and smallest[0] < kk:
-            short = sum(1 for n in ns if n < kk)
-            logger.warning("pass@%d is NaN: %d task(s) have fewer than %d samples (e.g. %s)",
-                           kk, short, kk, smallest[1])
-            values[kk] = math.nan
-        else:
-            values[kk] = math.fsum(estimate_pass_at_k(n, c, kk) for n, c in zip(ns, cs)) / len(ns)
-    return values
 
 
 pass_at_k.columns = lambda k=1: [f"pass@{kk}" for kk in _ks(k)] + list(OUTCOME_COLUMNS) + [  # type: ignore[attr-defined]

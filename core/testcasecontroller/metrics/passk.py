@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 LOGGER = logging.getLogger(__name__)
 
@@ -64,24 +65,38 @@ def pass_at_k(counts: Mapping[str, tuple[int, int]] | Iterable[tuple[int, int]],
         ``{k: mean pass@k}``. A k is NaN (with a warning) when any task has fewer than
         k samples, or when there are no tasks.
     """
-    items: list[tuple[str, tuple[int, int]]]
+    names: list[str] | None = None
+    pairs: Iterable[tuple[int, int]]
     if isinstance(counts, Mapping):
-        items = [(str(t), (int(v[0]), int(v[1]))) for t, v in counts.items()]
+        names = [str(t) for t in counts]
+        pairs = counts.values()
     else:
-        items = [(f"#{i}", (int(v[0]), int(v[1]))) for i, v in enumerate(counts)]
+        pairs = counts
+    ns, cs = array("q"), array("q")
+    for n, c in pairs:
+        ns.append(int(n))
+        cs.append(int(c))
+    return mean_pass_at_k(ns, cs, ks, (lambda i: names[i]) if names else (lambda i: f"#{i}"))
+
+
+def mean_pass_at_k(ns: Sequence[int], cs: Sequence[int], ks: Sequence[int],
+                   name_of: Callable[[int], str]) -> dict[int, float]:
+    """:func:`pass_at_k` over flat per-task counts (``ns[i]`` samples, ``cs[i]`` correct), so a
+    caller with many tasks need not build a mapping; ``name_of(i)`` names task ``i`` in the
+    warning for a k above some task's sample count."""
     result: dict[int, float] = {}
     for k in ks:
-        if not items:
+        if not ns:
             LOGGER.warning("pass@%d is NaN: no tasks", k)
             result[k] = math.nan
             continue
-        short = [t for t, (n, _) in items if n < k]
+        short = [i for i, n in enumerate(ns) if n < k]
         if short:
             LOGGER.warning("pass@%d is NaN: %d task(s) have fewer than %d samples (e.g. %s)",
-                           k, len(short), k, short[0])
+                           k, len(short), k, name_of(short[0]))
             result[k] = math.nan
             continue
-        result[k] = math.fsum(estimate_pass_at_k(n, c, k) for _, (n, c) in items) / len(items)
+        result[k] = math.fsum(estimate_pass_at_k(n, c, k) for n, c in zip(ns, cs)) / len(ns)
     return result
 
 

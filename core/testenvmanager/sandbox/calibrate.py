@@ -22,7 +22,7 @@ import dataclasses
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from .base import Executor
 from .types import ExecRequest, Outcome
@@ -74,14 +74,12 @@ def calibrate_timeouts(
     repeats: int = 1,
     probe_timeout: float = 30.0,
     known: Mapping[str, float] | None = None,
-    on_probe: Callable[[], None] | None = None,
 ) -> Calibration:
     """Return ``requests`` with timeouts calibrated from their reference programs.
 
     ``references`` maps request id -> reference program (e.g. prompt + canonical solution).
     Requests without a reference keep their timeout. ``known`` maps reference keys to
-    measurements already made on this node (not measured again). ``on_probe`` is called once
-    per finished probe (progress bars). Request ids must be unique.
+    measurements already made on this node (not measured again). Request ids must be unique.
     """
     known = known or {}
     backend = getattr(executor, "name", type(executor).__name__)
@@ -99,8 +97,6 @@ def calibrate_timeouts(
     measured: dict[str, float] = {}
     failed: dict[str, str] = {}
     for res in executor.run(runs):
-        if on_probe is not None:
-            on_probe()
         key = res.id.split("\x00", 1)[0]
         if res.outcome is not Outcome.PASSED:
             failed[key] = f"reference {res.outcome.value}: {res.detail}"

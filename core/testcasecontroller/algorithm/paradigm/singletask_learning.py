@@ -244,12 +244,17 @@ def run_singletask(inp: SingleTaskInputs) -> tuple[Any, dict[str, Any]]:
         store.close()
 
 
-def _predict_whole(model: Any, inp: SingleTaskInputs) -> Any:
-    """upstream's single call: ``predict(x)`` (or the dataset object), result unchanged."""
+def _predict_method(model: Any) -> Callable[..., Any]:
     predict = getattr(model, "predict", None)
     if predict is None:
         raise PluginError(f"{type(model).__name__} has no predict method",
                           hint="a basemodel must define predict(data)")
+    return predict
+
+
+def _predict_whole(model: Any, inp: SingleTaskInputs) -> Any:
+    """upstream's single call: ``predict(x)`` (or the dataset object), result unchanged."""
+    predict = _predict_method(model)
     as_object = bool(getattr(inp.test, "need_other_info", False))
     return predict(inp.test if as_object else inp.test.x)
 
@@ -257,10 +262,7 @@ def _predict_whole(model: Any, inp: SingleTaskInputs) -> Any:
 def _predict(model: Any, inp: SingleTaskInputs, store: PredictionStore,
              pending: list[int]) -> dict[int, Any]:
     """Call predict on the pending samples; return the predictions not stored (by index)."""
-    predict = getattr(model, "predict", None)
-    if predict is None:
-        raise PluginError(f"{type(model).__name__} has no predict method",
-                          hint="a basemodel must define predict(data)")
+    predict = _predict_method(model)
     as_object = bool(getattr(inp.test, "need_other_info", False))
     if _accepts_context(predict):
         size = inp.predict_chunk_size or CONTEXT_WINDOW
