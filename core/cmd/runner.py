@@ -9,6 +9,7 @@ from core.storymanager.rank.rank import save_rank
 from core.storymanager.rank.types import RankFiles
 from core.storymanager.visualization.visualization import visualize
 from core.testcasecontroller.metrics.calling import check_metrics
+from core.testcasecontroller.metrics.code_execution import connect_early
 from core.testcasecontroller.testcase import CaseOutcome, build_testcases, run_testcase
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
     """
     samples = job.testenv.dataset.check_test_split()
     check_metrics(job.testenv.metrics)
+    connect_early(job.testenv.sandbox, job.testenv.source)
     logger.info("test set: %d sample(s) in %s", samples, job.testenv.dataset.test.path)
     cases = build_testcases(list(job.algorithms), job.workspace, job.name, fresh=fresh)
     outcomes = []

@@ -76,6 +76,7 @@ class SampleResult:
     isolation: str = ""
     detail: str = ""
     grading: str = ""
+    node: str = ""
 
     @property
     def scored(self) -> bool:
@@ -106,6 +107,25 @@ def close_executors() -> None:
         for ex in _executors.values():
             ex.close()
         _executors.clear()
+
+
+def connect_early(sandbox: Mapping[str, Any], source: Path | None = None) -> Executor | None:
+    """Start the configured executor now when its backend asks for it (``connect_early``, e.g.
+    ``dask``: the scheduler must answer before any generation starts). The executor is the one
+    the metrics will use. Raises :class:`ConfigError` (one line, naming ``source``) when it
+    cannot start; returns None for backends that start on first use."""
+    from core.common.class_factory import ClassFactory, ClassType
+    from core.testenvmanager.sandbox import SandboxError
+
+    backend, _general, options = _settings(sandbox)
+    if not ClassFactory.is_exists(ClassType.SANDBOX, backend):
+        return None
+    if not getattr(ClassFactory.get_cls(ClassType.SANDBOX, backend), "connect_early", False):
+        return None
+    try:
+        return _executor(backend, options)
+    except (SandboxError, ValueError, OSError) as exc:
+        raise ConfigError(f"sandbox backend {backend!r}: {exc}", source=source) from None
 
 
 def _settings(sandbox: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -338,7 +358,7 @@ def _run_batch(batch: list[tuple[Mapping[str, Any], Any]], executor: Executor | 
             result = SampleResult(str(req.metadata["task_id"]), places[0][1],
                                   res.outcome.value, res.duration_s, res.timeout_s,
                                   res.backend, str(res.isolation), res.detail[:500],
-                                  res.grading.value)
+                                  res.grading.value, res.node)
             for ri, si in places:
                 results[ri][si] = replace(result, task_id=str(batch[ri][0]["task_id"]),
                                           sample_index=si)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import abc
 import logging
+from pathlib import Path
 from typing import Callable, Iterable, Iterator, Union
 
 from core.common.class_factory import ClassFactory, ClassType
@@ -70,6 +71,7 @@ Factory = Callable[..., Executor]
 #: built-in backends: registry alias -> "module:attribute" (imported on first use)
 BUILTIN_BACKENDS: dict[str, str] = {
     "local": "core.testenvmanager.sandbox.local:LocalExecutor",
+    "dask": "core.edge.executor:DaskExecutor",
 }
 
 for _name, _target in BUILTIN_BACKENDS.items():
@@ -104,12 +106,16 @@ def _unknown_backend(name: str) -> UnknownBackendError:
                                + (f" ({near})" if near else ""))
 
 
-def check_backend_options(name: str, options: dict[str, object]) -> None:
+def check_backend_options(name: str, options: dict[str, object],
+                          base_dir: "Path | None" = None) -> dict[str, object]:
     """Check, without starting anything, that backend ``name`` exists and takes ``options``.
 
     Raises :class:`UnknownBackendError` for an unknown backend, ``TypeError`` naming an option
     its constructor does not accept (with a near match), ``ValueError`` for a ``min_isolation``
-    that is not a level.
+    that is not a level. A backend class with a ``check_options(options, base_dir)`` classmethod
+    also checks the values itself (``ValueError``, with a ``key`` attribute naming the option
+    when it can) and returns them normalised (e.g. file paths resolved against ``base_dir``, the
+    YAML's folder); the normalised options are returned.
     """
     if not ClassFactory.is_exists(ClassType.SANDBOX, name):
         raise _unknown_backend(name)
@@ -125,6 +131,10 @@ def check_backend_options(name: str, options: dict[str, object]) -> None:
                                    f"; its options: {', '.join(params.accepted)}"))
     if "min_isolation" in options:
         IsolationLevel.parse(options["min_isolation"])  # type: ignore[arg-type]
+    check = getattr(ClassFactory.get_cls(ClassType.SANDBOX, name), "check_options", None)
+    if check is not None:
+        return dict(check(options, base_dir))
+    return dict(options)
 
 
 def get_executor(name: str, **options: object) -> Executor:

@@ -221,7 +221,9 @@ class ExecResult:
     ``None`` when no process ran (infra errors). ``duration_s`` is wall-clock from fork to reap.
     ``exec_time_s`` is the time the harness measured around program+tests (``None`` when it did
     not report). ``stdout``/``stderr`` are decoded (UTF-8, replacement) and capped.
-    ``timeout_s``/``memory_mb`` are the limits actually applied.
+    ``timeout_s``/``memory_mb`` are the limits actually applied. ``node`` names the machine that
+    graded the request when a backend dispatches to several (``dask``: the worker's name);
+    empty for backends that grade on this machine.
     """
 
     id: str
@@ -240,6 +242,7 @@ class ExecResult:
     exec_time_s: float | None = None
     max_rss_kb: int | None = None
     grading: GradingTier = GradingTier.IN_PROCESS
+    node: str = ""
 
     @property
     def passed(self) -> bool:

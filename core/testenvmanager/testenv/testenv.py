@@ -80,16 +80,17 @@ def _sandbox_settings(sec: Section) -> dict[str, Any]:
     if isinstance(memory, bool) or not isinstance(memory, int) or memory < 16:
         raise sec.error("memory_mb", f"must be a whole number of MB >= 16, got {memory!r}")
     options = {k: v for k, v in data.items() if k not in SANDBOX_KEYS}
+    base_dir = Path(sec.source).parent if sec.source else None
     try:
-        check_backend_options(backend, options)
+        options = check_backend_options(backend, options, base_dir)
     except UnknownBackendError as exc:
         raise sec.error("backend", str(exc)) from None
     except TypeError as exc:
         named = next((k for k in options if repr(k) in str(exc)), None)
         raise sec.error(named, str(exc)) from None
     except ValueError as exc:
-        raise sec.error("min_isolation", str(exc)) from None
-    return data
+        raise sec.error(getattr(exc, "key", "min_isolation"), str(exc)) from None
+    return {**data, **options}
 
 
 def load_testenv(path: Path, warnings: list[str] | None = None) -> TestEnvConfig:

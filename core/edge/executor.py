@@ -1,0 +1,299 @@
+"""The ``dask`` executor backend: requests graded on edge nodes through Dask distributed.
+
+Contract (beyond :class:`~core.testenvmanager.sandbox.base.Executor`):
+
+* Construction connects to the scheduler (mutual TLS unless loopback ``tcp://``) and prepares
+  every worker present (``node``-filtered): the node's executor is started once and passes the
+  gold check. Unreachable scheduler or refused TLS: :class:`EdgeConnectionError` (one line).
+  Workers present but none passing its gold check: :class:`NoGoodNodeError`. Nodes that fail are
+  named in a warning and never receive work. No worker at all is not an error here: ``run``
+  waits up to ``node_timeout`` for one.
+* ``run`` sends requests in batches of ``batch_size`` (one Dask task each, restricted to the
+  good nodes) and yields each request's result exactly once: Dask may run a task twice (a
+  worker lost mid-batch), results are deduplicated by request id. A batch whose task fails
+  (e.g. every allowed worker was killed too often) yields ``infra_error`` for its requests.
+  When no good node is connected for ``node_timeout`` seconds, workers that (re)joined are
+  prepared and unfinished batches resubmitted to them; if none joined, the remaining requests
+  are ``infra_error`` and a warning says so.
+* Every result names the node that graded it (``node``), the backend (``dask:<node backend>``)
+  and the isolation achieved there. :attr:`isolation` is the lowest over the good nodes.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from core.testenvmanager.sandbox.base import Executor
+from core.testenvmanager.sandbox.types import (ExecRequest, ExecResult, IsolationLevel, Outcome,
+                                               SandboxError)
+
+from .settings import (MISSING_EXTRA, EdgeSettings, OptionError, check_options, is_loopback,
+                       parse_address, security)
+
+__all__ = ["DaskExecutor", "EdgeConnectionError", "NoGoodNodeError"]
+
+LOGGER = logging.getLogger(__name__)
+#: a node whose gold time is within this factor of the fastest counts as equally fast
+SLOWDOWN_NOISE = 1.5
+_POLL_S = 0.25
+
+
+class EdgeConnectionError(SandboxError):
+    """The scheduler cannot be reached or refused this client (TLS)."""
+
+
+class NoGoodNodeError(SandboxError):
+    """Workers are connected but none passed its gold check."""
+
+
+def _distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise SandboxError(MISSING_EXTRA) from None
+    return distributed
+
+
+class DaskExecutor(Executor):
+    """Grade on Dask workers (edge nodes); options as in ``sandbox:`` (see ``docs/edge.md``).
+
+    ``scheduler``: ``tls://IP:PORT`` (or ``tcp://`` on loopback); ``tls``: ``{ca_file,
+    cert_file, key_file}`` of this client; ``node_backend``: what each node grades with
+    (``local``); ``node_options``: options of that backend; ``nodes``: worker names allowed
+    (default all); ``batch_size``: requests per Dask task; ``node_timeout``: seconds without
+    any good node before the remaining requests are ``infra_error``; ``connect_timeout``:
+    seconds to reach the scheduler.
+    """
+
+    name = "dask"
+    #: connect before any generation starts (the runner's preflight)
+    connect_early = True
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any], base_dir: Path | None = None
+                      ) -> dict[str, Any]:
+        """Validate without connecting; returns the options with absolute TLS paths."""
+        settings = check_options(options, base_dir)
+        out = dict(options)
+        if settings.tls is not None:
+            out["tls"] = {"ca_file": settings.tls.ca_file, "cert_file": settings.tls.cert_file,
+                          "key_file": settings.tls.key_file}
+        return out
+
+    def __init__(self, scheduler: str = "", tls: Mapping[str, str] | None = None,
+                 node_backend: str = "local", nodes: list[str] | None = None,
+                 batch_size: int = 16, node_timeout: float = 60.0,
+                 node_options: Mapping[str, Any] | None = None,
+                 connect_timeout: float = 10.0) -> None:
+        raw: dict[str, Any] = {"scheduler": scheduler, "node_backend": node_backend,
+                               "nodes": nodes or [], "batch_size": batch_size,
+                               "node_timeout": node_timeout, "node_options": node_options or {}}
+        if tls is not None:
+            raw["tls"] = dict(tls)
+        try:
+            self.settings: EdgeSettings = check_options(raw)
+        except OptionError as exc:
+            raise ValueError(f"sandbox.{exc.key}: {exc}") from None
+        distributed = _distributed()
+        _scheme, host, _port = parse_address(self.settings.scheduler)
+        if self.settings.tls is None and is_loopback(host):
+            LOGGER.warning("dask backend: plain tcp:// to %s (loopback only): no encryption, no "
+                           "authentication", self.settings.scheduler)
+        self._closed = False
+        self._good: dict[str, dict[str, Any]] = {}  # worker address -> gold report
+        self._bad: dict[str, str] = {}               # node name -> why
+        try:
+            self._client = distributed.Client(
+                self.settings.scheduler, security=security(self.settings.tls, "client"),
+                timeout=connect_timeout, set_as_default=False, name="ianvs-edge-client")
+        except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, ssl errors alike
+            raise EdgeConnectionError(
+                f"cannot connect to the Dask scheduler at {self.settings.scheduler}: "
+                f"{type(exc).__name__}: {exc or 'no answer'} (is 'ianvs edge scheduler' running "
+                "there, and are sandbox.tls certificates signed by the cluster's CA?)") from None
+        try:
+            self._refresh_nodes()
+        except BaseException:
+            self.close()
+            raise
+        if not self._good and self._bad:
+            self.close()
+            raise NoGoodNodeError("no edge node passed its gold check: " + "; ".join(
+                f"{node}: {why}" for node, why in sorted(self._bad.items())))
+
+    # ------------------------------------------------------------------ nodes
+    def _workers(self) -> dict[str, str]:
+        """Connected workers allowed by ``nodes``: address -> name."""
+        info = self._client.scheduler_info(n_workers=-1)
+        found = {addr: str(w.get("name", addr)) for addr, w in info.get("workers", {}).items()}
+        if self.settings.nodes:
+            found = {a: n for a, n in found.items() if n in self.settings.nodes}
+        return found
+
+    def _refresh_nodes(self) -> bool:
+        """Prepare workers not prepared yet; drop departed ones. True if a good node was added."""
+        workers = self._workers()
+        for addr in list(self._good):
+            if addr not in workers:
+                del self._good[addr]
+        new = [a for a in workers if a not in self._good]
+        if not new:
+            return False
+        from .node import prepare_node
+
+        reports = self._client.run(prepare_node, self.settings.node_backend,
+                                   dict(self.settings.node_options or {}), workers=new,
+                                   on_error="return")
+        added = False
+        for addr, report in reports.items():
+            name = workers.get(addr, addr)
+            if isinstance(report, BaseException):
+                report = {"node": name, "ok": False, "detail": f"{type(report).__name__}: {report}"}
+            if report.get("ok"):
+                self._good[addr] = report
+                self._bad.pop(name, None)
+                added = True
+                LOGGER.info("edge node %s (%s): gold check passed, isolation %s", name, addr,
+                            report.get("isolation"))
+            elif name not in self._bad:
+                self._bad[name] = str(report.get("detail", "?"))
+                LOGGER.warning("edge node %s failed its gold check and grades nothing: %s", name,
+                               self._bad[name])
+        return added
+
+    @property
+    def nodes(self) -> list[str]:
+        """Names of the nodes that passed their gold check (sorted)."""
+        return sorted({str(r["node"]) for r in self._good.values()})
+
+    @property
+    def isolation(self) -> IsolationLevel:
+        levels = [IsolationLevel.parse(str(r["isolation"])) for r in self._good.values()
+                  if r.get("isolation")]
+        return min(levels) if levels else IsolationLevel.NONE
+
+    def _slowdown(self) -> dict[str, float]:
+        times = {str(r["node"]): float(r["seconds"]) for r in self._good.values()}
+        fastest = min((t for t in times.values() if t > 0), default=0.0)
+        out: dict[str, float] = {}
+        for node, seconds in times.items():
+            ratio = seconds / fastest if fastest > 0 else 1.0
+            out[node] = ratio if ratio > SLOWDOWN_NOISE else 1.0
+        return out
+
+    # ------------------------------------------------------------------ run
+    def run(self, requests: Iterable[ExecRequest]) -> Iterator[ExecResult]:
+        if self._closed:
+            from core.testenvmanager.sandbox.types import ExecutorClosedError
+
+            raise ExecutorClosedError("the dask executor is closed")
+        reqs = list(requests)
+        ids = [r.id for r in reqs]
+        if len(set(ids)) != len(ids):
+            raise ValueError("request ids must be unique within one run")
+        if not reqs:
+            return
+        todo = {r.id: r for r in reqs}
+        size = self.settings.batch_size
+        batches = [reqs[i:i + size] for i in range(0, len(reqs), size)]
+        done: queue.Queue[Any] = queue.Queue()
+        futures: dict[str, tuple[Any, int]] = {}  # future key -> (future, batch index)
+        self._refresh_nodes()
+
+        def submit(index: int) -> None:
+            batch = [r for r in batches[index] if r.id in todo]
+            if not batch:
+                return
+            from .node import grade_batch
+
+            fut = self._client.submit(
+                grade_batch, self.settings.node_backend, dict(self.settings.node_options or {}),
+                batch, self._slowdown(), key=f"ianvs-grade-{uuid.uuid4().hex}", pure=False,
+                workers=list(self._good), allow_other_workers=False, retries=0)
+            futures[fut.key] = (fut, index)
+            fut.add_done_callback(done.put)
+
+        lonely_since: float | None = None
+        try:
+            if self._good:
+                for index in range(len(batches)):
+                    submit(index)
+            while todo:
+                try:
+                    fut = done.get(timeout=_POLL_S)
+                except queue.Empty:
+                    fut = None
+                if fut is not None and fut.key in futures:
+                    _, index = futures.pop(fut.key)
+                    yield from self._collect(fut, batches[index], todo)
+                    continue
+                if fut is not None:
+                    continue  # a cancelled, resubmitted batch
+                alive = set(self._workers()) & set(self._good)
+                if alive:
+                    lonely_since = None
+                    continue
+                lonely_since = lonely_since or time.monotonic()
+                if self._refresh_nodes():
+                    lonely_since = None
+                    pending = sorted({i for _, i in futures.values()})
+                    self._client.cancel([f for f, _ in futures.values()])
+                    futures.clear()
+                    for index in pending or range(len(batches)):
+                        submit(index)
+                    LOGGER.info("edge nodes rejoined; resubmitted %d batch(es)", len(futures))
+                elif time.monotonic() - lonely_since >= self.settings.node_timeout:
+                    LOGGER.warning("no edge node available for %.0fs (node_timeout): %d sample(s) "
+                                   "are infra_error and not counted against the model",
+                                   self.settings.node_timeout, len(todo))
+                    for req in list(todo.values()):
+                        yield self._infra(req, f"no edge node within node_timeout="
+                                               f"{self.settings.node_timeout:g}s")
+                    todo.clear()
+        finally:
+            if futures:
+                self._client.cancel([f for f, _ in futures.values()])
+
+    def _collect(self, fut: Any, batch: list[ExecRequest],
+                 todo: dict[str, ExecRequest]) -> Iterator[ExecResult]:
+        """Results of one finished task, each request at most once (dedup by id)."""
+        if fut.status == "finished":
+            try:
+                results: list[ExecResult] = fut.result(timeout=30)
+            except Exception as exc:  # noqa: BLE001 - lost between finish and fetch
+                results, why = [], f"{type(exc).__name__}: {exc}"
+            else:
+                why = "node returned no result for this request"
+        else:
+            results = []
+            try:
+                exc = fut.exception(timeout=30)
+            except Exception as err:  # noqa: BLE001
+                exc = err
+            why = f"batch failed on the edge: {type(exc).__name__}: {exc}"
+        for res in results:
+            if todo.pop(res.id, None) is not None:
+                yield res
+        for req in batch:
+            if req.id in todo:
+                del todo[req.id]
+                yield self._infra(req, why)
+
+    def _infra(self, req: ExecRequest, detail: str) -> ExecResult:
+        return ExecResult(id=req.id, outcome=Outcome.INFRA_ERROR, exit_status=None,
+                          duration_s=0.0, backend=f"dask:{self.settings.node_backend}",
+                          timeout_s=float(req.timeout), memory_mb=req.memory_mb,
+                          detail=detail, grading=req.tier)
+
+    def close(self) -> None:
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        try:
+            self._client.close(timeout=10)
+        except Exception as exc:  # noqa: BLE001 - closing must not raise
+            LOGGER.debug("closing the dask client: %s", exc)
