@@ -4,7 +4,8 @@
 ``-h`` and exit codes). Subcommands, which never change what ``-f`` does:
 
 * ``ianvs validate -f job.yaml``: check files, schemas, aliases and sort metrics, run nothing;
-* ``ianvs dataset humaneval -o out.jsonl``: write HumanEval in the codegen record schema.
+* ``ianvs dataset humaneval -o out.jsonl``: write HumanEval in the codegen record schema;
+* ``ianvs edge certs|scheduler|worker|demo``: grade on edge nodes (see :mod:`core.cmd.edge`).
 
 Errors print one line (file:line: what; fix) and exit 1; ``--debug`` adds the traceback.
 """
@@ -22,7 +23,7 @@ from core.common.log import setup_logging
 
 logger = logging.getLogger("ianvs")
 
-SUBCOMMANDS = ("validate", "dataset")
+SUBCOMMANDS = ("validate", "dataset", "edge")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -186,6 +187,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _dataset(argv[1:])
     if argv and argv[0] == "leaderboard":
         return _leaderboard(argv[1:])
+    if argv and argv[0] == "edge":
+        from core.cmd.edge import edge_main
+
+        return edge_main(argv[1:])
     return _run(argv)
 
 

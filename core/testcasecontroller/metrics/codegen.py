@@ -12,7 +12,9 @@ Predictions are those of :class:`core.generation.codegen_model.CodegenModel`: pe
   when a task has fewer scored samples than k. Two text columns say how the scores were
   obtained: ``grading`` (``boundary``: verdicts computed in a trusted judge process that
   the sample could not write to; ``in_process``: in the sample's own process; both joined
-  by ``+`` when a test case mixes them) and ``isolation`` (the sandbox tier).
+  by ``+`` when a test case mixes them) and ``isolation`` (the sandbox tier); ``executed_by``
+  names the backend and, for backends that dispatch (``dask``), the nodes that graded the
+  samples, e.g. ``dask:local[edge1,edge2]`` (``local`` when graded on this machine).
 * :func:`exec_accuracy` -- share of scored samples that pass.
 * :func:`edge_cost` -- mean generation latency per sample (``latency_s``) and decoding
   throughput (``tokens_per_s`` = completion tokens / generation seconds).
@@ -69,6 +71,7 @@ def pass_at_k(y_true: Any, y_pred: Sequence[Any], context: Any = None,
     outcomes: Counter[str] = Counter()
     tiers: set[str] = set()
     isolation: set[str] = set()
+    executed: dict[str, set[str]] = {}
     unscored = 0
     workspace = getattr(context, "workspace", None)
     with _TaskLog(Path(workspace) / PER_TASK_FILE if workspace else None) as log:
@@ -76,6 +79,9 @@ def pass_at_k(y_true: Any, y_pred: Sequence[Any], context: Any = None,
             outcomes.update(s.outcome for s in samples)
             tiers.update(s.grading for s in samples if s.grading)
             isolation.update(s.isolation for s in samples if s.isolation)
+            for s in samples:
+                if s.backend:
+                    executed.setdefault(s.backend, set()).update([s.node] if s.node else [])
             scored = [s for s in samples if s.scored]
             log.write(samples, scored)
             if not scored:
@@ -95,6 +101,8 @@ def pass_at_k(y_true: Any, y_pred: Sequence[Any], context: Any = None,
     row["unscored_tasks"] = unscored
     row["grading"] = "+".join(sorted(tiers))
     row["isolation"] = "+".join(sorted(isolation))
+    row["executed_by"] = "+".join(f"{b}[{','.join(sorted(n))}]" if n else b
+                                  for b, n in sorted(executed.items()))
     return row
 
 
@@ -135,7 +143,7 @@ class _TaskLog:
 
 
 pass_at_k.columns = lambda k=1: [f"pass@{kk}" for kk in _ks(k)] + list(OUTCOME_COLUMNS) + [  # type: ignore[attr-defined]
-    "unscored_tasks", "grading", "isolation"]
+    "unscored_tasks", "grading", "isolation", "executed_by"]
 
 
 def exec_accuracy(y_true: Any, y_pred: Sequence[Any], context: Any = None) -> float:
