@@ -170,7 +170,9 @@ class EdgeCluster:
             try:
                 with Client(self.address, security=security(self.client_tls(), "client"),
                             timeout=5, set_as_default=False) as client:
-                    client.wait_for_workers(count, timeout=max(1.0, deadline - time.monotonic()))
+                    if count > 0:
+                        client.wait_for_workers(count,
+                                                timeout=max(1.0, deadline - time.monotonic()))
                     return
             except Exception as exc:  # noqa: BLE001 - scheduler not up yet
                 last = exc

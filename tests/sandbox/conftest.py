@@ -49,9 +49,20 @@ def _with_secrets(factory: Callable[[], Executor]) -> Executor:
 #: Every backend the hostile suite runs against, from one parametrised definition: name ->
 #: factory(**extra options). A new backend (docker, dask, ...) adds its entry here and every
 #: hostile test runs against it too.
+def _dask(**extra: object) -> Executor:
+    """The ``dask`` backend on a real two-worker cluster (separate processes, mutual TLS on
+    loopback) whose nodes grade with ``local`` under the same options as the ``local`` entry;
+    closing the executor stops the cluster. Skipped when the edge extra is not installed."""
+    from tests.edge.helpers import cluster_executor
+
+    return cluster_executor(node_options={"workers": 2, "uid_base": TEST_UID_BASE, **_options(),
+                                          **extra})
+
+
 BACKENDS: dict[str, Callable[..., Executor]] = {
     "local": lambda **extra: get_executor("local", **{"workers": 2, "uid_base": TEST_UID_BASE,
                                                       **_options(), **extra}),
+    "dask": _dask,
 }
 
 
