@@ -53,6 +53,9 @@ def edge_parser() -> argparse.ArgumentParser:
         p.add_argument("--host", required=True,
                        help="IP address to listen on and advertise (no name: no DNS, no probe)")
         p.add_argument("--certs", type=Path, help="folder written by 'ianvs edge certs'")
+        p.add_argument("--cert-name",
+                       help="use CERTS/NAME.pem and CERTS/NAME.key (default: scheduler, or the "
+                            "worker's --name)")
         p.add_argument("--insecure", action="store_true",
                        help="plain tcp:// without certificates (loopback addresses only)")
         if name == "scheduler":
@@ -65,6 +68,7 @@ def edge_parser() -> argparse.ArgumentParser:
                            help="KEY=VALUE option of the node's sandbox backend (overrides the "
                                 "job's), e.g. workers=2 or min_isolation=kernel")
             p.add_argument("--worker-port", type=int, help="fixed port (default: random)")
+            p.add_argument("--nanny-port", type=int, help="fixed port (default: random)")
             p.add_argument("--memory-limit", default="0",
                            help="Dask memory limit of the worker process (default 0: none; "
                                 "samples are limited by the sandbox)")
@@ -126,7 +130,8 @@ def _run(args: argparse.Namespace) -> int:
         from core.edge.processes import scheduler_command
 
         parse_address(f"tcp://{args.host}:{args.port}")
-        return _exec(scheduler_command(args.host, args.port, _tls(args, "scheduler", args.host)))
+        return _exec(scheduler_command(args.host, args.port,
+                                       _tls(args, args.cert_name or "scheduler", args.host)))
     if args.action == "worker":
         from core.edge.node import parse_node_options
         from core.edge.processes import worker_command
@@ -134,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
         scheme, shost, _ = parse_address(args.scheduler)
         parse_address(f"tcp://{args.host}:1")
         parse_node_options(args.node_option)
-        tls = _tls(args, args.name, args.host)
+        tls = _tls(args, args.cert_name or args.name, args.host)
         if (tls is None) != (scheme == "tcp"):
             raise ValueError(f"--scheduler {args.scheduler} does not match "
                              f"{'--insecure' if tls is None else '--certs'}")
@@ -144,7 +149,7 @@ def _run(args: argparse.Namespace) -> int:
                     "after a long network partition a Dask worker exits and does not reconnect",
                     args.name)
         return _exec(worker_command(args.scheduler, args.host, args.name, tls, args.node_option,
-                                    args.memory_limit, args.worker_port))
+                                    args.memory_limit, args.worker_port, args.nanny_port))
     from core.edge.demo import run_demo
 
     folder = args.workdir or Path(tempfile.mkdtemp(prefix="ianvs-edge-demo-"))

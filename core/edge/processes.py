@@ -54,7 +54,7 @@ def scheduler_command(host: str, port: int, tls: TlsFiles | None) -> list[str]:
 
 def worker_command(scheduler: str, host: str, name: str, tls: TlsFiles | None,
                    node_options: Sequence[str] = (), memory_limit: str = "0",
-                   worker_port: int | None = None) -> list[str]:
+                   worker_port: int | None = None, nanny_port: int | None = None) -> list[str]:
     """argv of the real Dask worker (with nanny) for node ``name``, listening only on ``host``,
     with the project's worker plugin (``--preload core.edge.node``) and its node options."""
     argv = [sys.executable, "-m", "distributed.cli.dask_worker", scheduler, "--host", host,
@@ -63,6 +63,8 @@ def worker_command(scheduler: str, host: str, name: str, tls: TlsFiles | None,
             "--memory-limit", memory_limit, "--preload", "core.edge.node"]
     if worker_port:
         argv += ["--worker-port", str(worker_port)]
+    if nanny_port:
+        argv += ["--nanny-port", str(nanny_port)]
     for item in node_options:
         argv += ["--node-option", item]
     return argv

@@ -120,6 +120,16 @@ def uid_processes(first: int, count: int) -> list[int]:
     return pids
 
 
+def server_alive(executor) -> bool:
+    """The executor's server survived: the local fork server's process is running; a backend
+    whose server runs elsewhere (dask: on the nodes) must still grade a correct program."""
+    proc = getattr(executor, "_proc", None)
+    if proc is not None:
+        return proc.poll() is None
+    return run_one(executor, id="alive", program=GOOD_PROGRAM, test=CHECK_ADD,
+                   entry_point="add").outcome.value == "passed"
+
+
 def assert_alive(executor) -> None:
     """The harness still grades a correct program as passed."""
     res = run_one(executor, id="alive", program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add")

@@ -22,7 +22,7 @@ import pytest
 
 from core.testenvmanager.sandbox import ExecRequest, IsolationLevel, Outcome
 
-from .conftest import CHECK_ADD, GOOD_PROGRAM, TEST_UID_BASE, assert_alive, run_one
+from .conftest import CHECK_ADD, GOOD_PROGRAM, TEST_UID_BASE, assert_alive, run_one, server_alive
 
 NEVER_PASS = {Outcome.FAILED, Outcome.ERROR, Outcome.TIMEOUT, Outcome.SANDBOX_VIOLATION,
               Outcome.MEMORY_EXCEEDED, Outcome.SYNTAX_ERROR}
@@ -430,7 +430,7 @@ def test_hostile_signals_cannot_reach_the_server_or_judge(bare_backend, name: st
     # the candidate may kill itself (kill -1 includes processes of its own domain): never a pass
     # forged by killing the judge, and the server lives on
     assert res.outcome is not Outcome.INFRA_ERROR, res.detail
-    assert bare_backend._proc.poll() is None
+    assert server_alive(bare_backend)
     assert_alive(bare_backend)
 
 
@@ -457,7 +457,7 @@ def test_hostile_deep_tree_and_many_files_are_cleaned_up(backend, bare_backend, 
                         "def add(a, b):\n    return a + b if not LEFT else -1\n",
                         test=CHECK_ADD, entry_point="add")
         assert after.outcome is Outcome.PASSED, after.detail
-    assert ex._proc.poll() is None
+    assert server_alive(ex)
 
 
 # ------------------------------------------------------------------- 8. samples cannot affect each other
