@@ -20,6 +20,7 @@ __all__ = ["serve", "main"]
 
 LOGGER = logging.getLogger(__name__)
 _CHUNK = 65536
+_CONNECT_S = 10.0
 
 
 async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: float) -> None:
@@ -54,12 +55,17 @@ async def serve(listen: tuple[str, int], target: tuple[str, int], delay: float) 
     """Run the relay until cancelled."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection(*target)
-        except OSError as exc:
-            LOGGER.warning("relay: cannot reach %s:%d: %s", *target, exc)
-            writer.close()
-            return
+        deadline = time.monotonic() + _CONNECT_S
+        while True:  # the target may still be starting: retry like a SYN would
+            try:
+                up_reader, up_writer = await asyncio.open_connection(*target)
+                break
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    LOGGER.warning("relay: cannot reach %s:%d: %s", *target, exc)
+                    writer.close()
+                    return
+                await asyncio.sleep(0.1)
         await asyncio.gather(_pump(reader, up_writer, delay), _pump(up_reader, writer, delay),
                              return_exceptions=True)
 

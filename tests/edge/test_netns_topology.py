@@ -87,12 +87,16 @@ def topo() -> Iterator[tuple[Topology, EdgeCluster]]:
         cluster = EdgeCluster(workers, certs, host=topo.addr(0, 2), port=SCHED_PORT,
                               scheduler_prefix=topo.exec("cloud"), log_dir=folder / "logs")
         with cluster:
+            cluster.start_scheduler()
+            cluster.wait_for_workers(0, timeout=60)  # the scheduler answers
             for i in (1, 2):
                 cluster._spawn(f"relay{i}", topo.exec("cloud") + [
                     sys.executable, "-m", "core.edge.relay", "--listen",
                     f"{topo.addr(i, 1)}:{RELAY_PORT}", "--target",
                     f"{topo.addr(0, 2)}:{SCHED_PORT}", "--delay-ms", str(DELAY_MS)])
-            cluster.start(timeout=120)
+            for spec in workers:
+                cluster.start_worker(spec)
+            cluster.wait_for_workers(2, timeout=120)
             yield topo, cluster
     finally:
         topo.down()
