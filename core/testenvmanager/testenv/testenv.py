@@ -86,7 +86,7 @@ def _sandbox_settings(sec: Section) -> dict[str, Any]:
     except UnknownBackendError as exc:
         raise sec.error("backend", str(exc)) from None
     except TypeError as exc:
-        named = next((k for k in options if repr(k) in str(exc)), None)
+        named = next((k for k in options if f"option {k!r}" in str(exc)), None)
         raise sec.error(named, str(exc)) from None
     except ValueError as exc:
         raise sec.error(getattr(exc, "key", "min_isolation"), str(exc)) from None
