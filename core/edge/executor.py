@@ -261,20 +261,20 @@ class DaskExecutor(Executor):
     def _collect(self, fut: Any, batch: list[ExecRequest],
                  todo: dict[str, ExecRequest]) -> Iterator[ExecResult]:
         """Results of one finished task, each request at most once (dedup by id)."""
+        results: list[ExecResult] = []
+        why = "node returned no result for this request"
         if fut.status == "finished":
             try:
-                results: list[ExecResult] = fut.result(timeout=30)
-            except Exception as exc:  # noqa: BLE001 - lost between finish and fetch
-                results, why = [], f"{type(exc).__name__}: {exc}"
-            else:
-                why = "node returned no result for this request"
+                results = fut.result(timeout=30)
+            except Exception as err:  # noqa: BLE001 - lost between finish and fetch
+                why = f"{type(err).__name__}: {err}"
         else:
-            results = []
+            problem: BaseException | None
             try:
-                exc = fut.exception(timeout=30)
+                problem = fut.exception(timeout=30)
             except Exception as err:  # noqa: BLE001
-                exc = err
-            why = f"batch failed on the edge: {type(exc).__name__}: {exc}"
+                problem = err
+            why = f"batch failed on the edge: {type(problem).__name__}: {problem}"
         for res in results:
             if todo.pop(res.id, None) is not None:
                 yield res
