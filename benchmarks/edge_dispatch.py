@@ -74,6 +74,18 @@ def timed(executor: Executor, reqs: list[ExecRequest]) -> tuple[float, bool]:
     return len(reqs) / took, ok
 
 
+def round_trip(executor: Executor, times: int = 5) -> float:
+    """Median milliseconds to grade one trivial sample (the per-call cost of a harness)."""
+    spent = []
+    for i in range(times):
+        req = ExecRequest(id=f"trip{i}", program="def f():\n    return 1\n",
+                          test="def check(f):\n    assert f() == 1\n", entry_point="f")
+        start = time.perf_counter()
+        list(executor.run([req]))
+        spent.append(time.perf_counter() - start)
+    return 1000 * statistics.median(spent)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -121,23 +133,9 @@ def main() -> None:
         connect = time.perf_counter() - t0
         slow = stack.enter_context(dask_for(delayed))
         local = stack.enter_context(get_executor("local", workers=2))
-        noop = [ExecRequest(id=f"noop{i}", program="def f():\n    return 1\n",
-                            test="def check(f):\n    assert f() == 1\n", entry_point="f")
-                for i in range(1)]
         for ex in (local, dask, slow):  # warm every harness
             list(ex.run(requests("warm")[:8]))
-        trips = []
-        for i in range(5):
-            start = time.perf_counter()
-            list(dask.run([ExecRequest(id=f"t{i}", program=noop[0].program, test=noop[0].test,
-                                       entry_point="f")]))
-            trips.append(time.perf_counter() - start)
-        local_trip = []
-        for i in range(5):
-            start = time.perf_counter()
-            list(local.run([ExecRequest(id=f"l{i}", program=noop[0].program, test=noop[0].test,
-                                        entry_point="f")]))
-            local_trip.append(time.perf_counter() - start)
+        trips = {"dask": round_trip(dask), "local": round_trip(local)}
         figures: dict[str, list[float]] = {"local": [], "dask": [], "delay": []}
         all_ok = True
         for rnd in range(args.rounds):
@@ -150,8 +148,8 @@ def main() -> None:
     overhead = 1000.0 * (1.0 / med["dask"] - 1.0 / med["local"])
     print(f"cold start: scheduler + 2 workers registered in {cold:.2f} s; connect + per-node "
           f"gold check {connect:.2f} s")
-    print(f"one-sample round trip: local {1000 * statistics.median(local_trip):.1f} ms, "
-          f"dask {1000 * statistics.median(trips):.1f} ms (median of 5)")
+    print(f"one-sample round trip: local {trips['local']:.1f} ms, dask {trips['dask']:.1f} ms "
+          "(median of 5)")
     print(f"rounds (samples/s): local {[round(x, 1) for x in figures['local']]}, dask "
           f"{[round(x, 1) for x in figures['dask']]}, dask+{args.delay_ms:g}ms "
           f"{[round(x, 1) for x in figures['delay']]}")

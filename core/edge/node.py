@@ -29,7 +29,7 @@ from core.testenvmanager.sandbox.types import ExecRequest, ExecResult
 
 from .gold import GoldReport, gold_check
 
-__all__ = ["PLUGIN_NAME", "NodeSandbox", "NodeRejected", "prepare_node", "grade_batch",
+__all__ = ["PLUGIN_NAME", "NodeSandbox", "NodeRejected", "prepare_node", "grade_batch", "node_status",
            "dask_setup", "parse_node_options"]
 
 LOGGER = logging.getLogger(__name__)
@@ -134,6 +134,18 @@ async def prepare_node(backend: str, options: Mapping[str, Any],
     plugin = _plugin(dask_worker)
     report = await asyncio.to_thread(plugin.prepare, backend, dict(options))
     return {"node": str(dask_worker.name), **report.to_dict()}
+
+
+def node_status(dask_worker: Any = None) -> dict[str, Any]:
+    """``Client.run`` target: this node's prepared configurations (backend, gold check,
+    isolation and the pid of its executor's server when it has one)."""
+    plugin = dask_worker.plugins.get(PLUGIN_NAME)
+    configs = []
+    for key, (executor, report) in (plugin._prepared.items() if plugin else []):
+        proc = getattr(executor, "_proc", None)
+        configs.append({"config": key, "ok": report.ok, "isolation": report.isolation,
+                        "server_pid": proc.pid if proc is not None else None})
+    return {"node": str(dask_worker.name), "configs": configs}
 
 
 def grade_batch(backend: str, options: Mapping[str, Any], requests: list[ExecRequest],

@@ -107,6 +107,20 @@ def test_taxonomy_through_dask(cluster) -> None:
     assert all(r.backend == "dask:local" for r in results.values())
 
 
+def test_each_node_starts_its_executor_once_not_per_task(cluster) -> None:
+    """Many tasks over two runs: every node keeps the same executor (same fork-server pid)."""
+    from core.edge.node import node_status
+
+    with DaskExecutor(**sandbox_options(cluster, batch_size=1)) as ex:
+        first = ex._client.run(node_status)
+        assert all(r.passed for r in ex.run(_sleepy(8, 0.0)))
+        second = ex._client.run(node_status)
+    assert first == second and len(first) == 2
+    for status in second.values():
+        pids = [c["server_pid"] for c in status["configs"]]
+        assert all(pids) and all(c["ok"] for c in status["configs"])
+
+
 def test_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     """kill -9 of a worker (nanny, worker and its sandbox) in mid-batch: its samples are graded
     by the other node and executions.jsonl holds each sample exactly once."""
