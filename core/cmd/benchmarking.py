@@ -38,7 +38,8 @@ def main_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ianvs", description="AI Benchmarking Tool",
         epilog="subcommands: 'ianvs validate -f job.yaml' checks a job without running it; "
-               "'ianvs dataset humaneval -o out.jsonl' converts HumanEval.")
+               "'ianvs dataset humaneval -o out.jsonl' converts HumanEval; "
+               "'ianvs edge certs|scheduler|worker|demo' grades on edge nodes (Dask).")
     parser.add_argument("-f", "--benchmarking_config_file", nargs="?", default=None,
                         help="run the benchmarking job in this YAML file")
     parser.add_argument("-v", "--version", action="version", version=__version__,
