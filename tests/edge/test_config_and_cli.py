@@ -159,3 +159,33 @@ def test_scheduler_and_worker_commands_start_the_real_dask_processes() -> None:
     assert sched[1:3] == ["-m", "distributed.cli.dask_scheduler"]
     assert sched[sched.index("--host") + 1] == "10.0.0.1"
     assert sched[sched.index("--dashboard-address") + 1].startswith("127.0.0.1:")
+
+
+def test_the_same_job_runs_locally_by_changing_backend_only(job: Path, tmp_path: Path) -> None:
+    """backend: local with the dask keys still present: they are ignored with a warning each,
+    and the gold generators grade on this machine."""
+    from core.cmd.job import load_job
+    from core.cmd.runner import run_job
+    from core.testcasecontroller.metrics.code_execution import close_executors
+
+    _edit(job, backend="local")
+    loaded = load_job(job)
+    assert loaded.testenv.sandbox == {"backend": "local", "timeout": "auto"}
+    assert sum("option of another backend" in w for w in loaded.warnings) == 5
+    try:
+        summary = run_job(loaded, show_progress=False, report=False)
+    finally:
+        close_executors()
+    scores = {o.case.combination["basemodel"][1]["generator"]:
+              (o.metrics["pass@1"], o.metrics["executed_by"]) for o in summary.outcomes}
+    assert scores == {"canonical": (1.0, "local"), "broken": (0.0, "local")}
+
+
+def test_edge_demo_command(tmp_path: Path) -> None:
+    """`ianvs edge demo`: a cluster here, the gold generators through it, then nothing left."""
+    proc = _ianvs("edge", "demo", "--workdir", str(tmp_path), "--no-progress", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "canonical: pass@1=1.0" in proc.stdout and "broken: pass@1=0.0" in proc.stdout
+    assert "executed_by=dask:local[" in proc.stdout
+    left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+    assert not left.stdout.strip(), left.stdout

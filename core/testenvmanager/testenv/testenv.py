@@ -15,6 +15,7 @@ Keys of other paradigms are kept in :attr:`TestEnvConfig.extra` and reported as 
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from typing import Any
 from core.common.config_base import Section, load_top_section, require_file
 from core.common.errors import ConfigError
 from core.testenvmanager.dataset.dataset import DatasetConfig, parse_dataset_section
+
+logger = logging.getLogger(__name__)
 
 KNOWN_KEYS = ("dataset", "metrics", "model_eval", "incremental_rounds", "round",
               "client_number", "use_gpu", "sandbox")
@@ -61,6 +64,29 @@ SANDBOX_KEYS = ("backend", "timeout", "timeout_factor", "timeout_floor", "timeou
                 "memory_mb")
 
 
+def _other_backends_options(backend: str, options: dict[str, Any]) -> list[str]:
+    """Keys ``backend`` does not take but another registered backend does (so switching
+    ``backend`` alone switches a job between e.g. ``dask`` and ``local``); empty when
+    ``backend`` is unknown or takes any keyword."""
+    from core.common.class_factory import ClassFactory, ClassType
+    from core.common.signatures import keyword_parameters
+    from core.testenvmanager.sandbox import known_backends
+
+    if not ClassFactory.is_exists(ClassType.SANDBOX, backend):
+        return []
+    own = keyword_parameters(ClassFactory.get_cls(ClassType.SANDBOX, backend))
+    if own.takes_any:
+        return []
+    foreign = [k for k in options if k not in own.accepted]
+    if not foreign:
+        return []
+    others: set[str] = set()
+    for name in known_backends():
+        if name != backend:
+            others.update(keyword_parameters(ClassFactory.get_cls(ClassType.SANDBOX, name)).accepted)
+    return [k for k in foreign if k in others]
+
+
 def _sandbox_settings(sec: Section) -> dict[str, Any]:
     """Check ``sandbox:`` strictly, without starting anything: the backend is registered, every
     other key is an option its constructor accepts, and the values make sense."""
@@ -80,6 +106,13 @@ def _sandbox_settings(sec: Section) -> dict[str, Any]:
     if isinstance(memory, bool) or not isinstance(memory, int) or memory < 16:
         raise sec.error("memory_mb", f"must be a whole number of MB >= 16, got {memory!r}")
     options = {k: v for k, v in data.items() if k not in SANDBOX_KEYS}
+    for key in _other_backends_options(backend, options):
+        data.pop(key)
+        options.pop(key)
+        msg = (f"{sec.source}:{sec.line(key) or '?'}: '{sec.child(key)}' is an option of "
+               f"another backend, ignored with backend '{backend}'")
+        sec.warnings.append(msg)
+        logger.warning(msg)
     base_dir = Path(sec.source).parent if sec.source else None
     try:
         options = check_backend_options(backend, options, base_dir)
