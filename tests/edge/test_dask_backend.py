@@ -141,7 +141,8 @@ def test_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path: Path) -> N
         def killer() -> None:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
-                if log.exists() and len(log.read_bytes().splitlines()) >= 3:
+                lines = log.read_bytes().splitlines() if log.exists() else []
+                if any(b'"node": "edge1"' in line for line in lines):  # edge1 is at work
                     cl.kill("edge1")
                     killed.set()
                     return
