@@ -70,6 +70,7 @@ Factory = Callable[..., Executor]
 #: built-in backends: registry alias -> "module:attribute" (imported on first use)
 BUILTIN_BACKENDS: dict[str, str] = {
     "local": "core.testenvmanager.sandbox.local:LocalExecutor",
+    "docker": "core.testenvmanager.sandbox.container:DockerExecutor",
 }
 
 for _name, _target in BUILTIN_BACKENDS.items():
