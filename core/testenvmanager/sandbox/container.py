@@ -188,6 +188,28 @@ class _ContainerServer(LocalExecutor):
     def container(self) -> Any:
         return self._proc.container  # type: ignore[attr-defined]
 
+    @property
+    def mechanisms(self) -> dict[str, object]:
+        """As for ``local``, with what the container itself provides: a private network
+        namespace with only loopback, private mount and IPC namespaces with a read-only root
+        and private tmpfs, no capabilities, no-new-privileges, container limits."""
+        return {**super().mechanisms, "netns": True, "mountns": True, "ipcns": True,
+                "readonly_root": True, "container": True, "cap_drop": "ALL",
+                "no_new_privileges": True, "runtime": self._runtime,
+                "container_limits": {k: v for k, v in self._limits.items() if k != "security_opt"}}
+
+    def close(self) -> None:
+        """Remove the container (the server and every child die with it). No orderly
+        shutdown: nothing inside the container outlives it."""
+        self._closed = True
+        if getattr(self, "_proc", None) is None:
+            return
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+        self._remove_leftovers()
+
     def _remove_leftovers(self) -> None:
         proc = getattr(self, "_proc", None)
         if proc is not None:
@@ -400,12 +422,26 @@ class DockerExecutor(Executor):
             yield self._infra(req, f"the container of {tag} died twice under this request")
 
     def _fresh_stream(self, tag: str, group: list[ExecRequest]) -> Iterator[ExecResult]:
-        for req in group:
-            yield self._fresh_one(tag, req)
+        """One new container per request; the next one starts while the current one runs."""
+        from concurrent.futures import Future, ThreadPoolExecutor
 
-    def _fresh_one(self, tag: str, req: ExecRequest) -> ExecResult:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="docker-start") as starter:
+            upcoming: Future | None = None
+            try:
+                for i, req in enumerate(group):
+                    current = upcoming or starter.submit(self._server, tag, 1)
+                    upcoming = starter.submit(self._server, tag, 1) if i + 1 < len(group) else None
+                    yield self._fresh_one(req, current)
+            finally:
+                if upcoming is not None:
+                    try:
+                        upcoming.result().close()
+                    except (ExecutorClosedError, ImageError):
+                        pass
+
+    def _fresh_one(self, req: ExecRequest, starting: Any) -> ExecResult:
         try:
-            server = self._server(tag, workers=1)
+            server: _ContainerServer = starting.result()
         except (ExecutorClosedError, ImageError) as exc:
             return self._infra(req, f"container start failed: {exc}")
         fired = threading.Event()
