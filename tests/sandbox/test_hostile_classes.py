@@ -430,7 +430,7 @@ def test_hostile_signals_cannot_reach_the_server_or_judge(bare_backend, name: st
     # the candidate may kill itself (kill -1 includes processes of its own domain): never a pass
     # forged by killing the judge, and the server lives on
     assert res.outcome is not Outcome.INFRA_ERROR, res.detail
-    assert bare_backend._proc.poll() is None
+    assert bare_backend.alive()
     assert_alive(bare_backend)
 
 
@@ -457,7 +457,7 @@ def test_hostile_deep_tree_and_many_files_are_cleaned_up(backend, bare_backend, 
                         "def add(a, b):\n    return a + b if not LEFT else -1\n",
                         test=CHECK_ADD, entry_point="add")
         assert after.outcome is Outcome.PASSED, after.detail
-    assert ex._proc.poll() is None
+    assert ex.alive()
 
 
 # ------------------------------------------------------------------- 8. samples cannot affect each other

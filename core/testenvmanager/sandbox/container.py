@@ -335,6 +335,11 @@ class DockerExecutor(Executor):
     def isolation(self) -> IsolationLevel:
         return self._isolation
 
+    def alive(self) -> bool:
+        """Whether every warm container's fork server still runs."""
+        return not self._closed and all(server.alive() for pool in self._pools.values()
+                                        for server in pool)
+
     def prepare(self, envs: Iterable[tuple[str | None, Mapping[str, str]]]) -> list[str]:
         """Resolve ``(run_env, packages)`` pairs to image tags, building task images as needed.
 

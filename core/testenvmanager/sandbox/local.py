@@ -323,6 +323,10 @@ class LocalExecutor(Executor):
     def isolation(self) -> IsolationLevel:
         return self._isolation
 
+    def alive(self) -> bool:
+        """Whether the fork server still runs (tests check that hostile samples cannot kill it)."""
+        return not self._closed and self._proc.poll() is None
+
     # ------------------------------------------------------------------------------ run
     def run(self, requests: Iterable[ExecRequest]) -> Iterator[ExecResult]:
         """Stream results in completion order (see :meth:`Executor.run`)."""
