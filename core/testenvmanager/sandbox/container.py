@@ -299,6 +299,7 @@ class DockerExecutor(Executor):
         self._lock = threading.Lock()
         self._pools: dict[str, list[_ContainerServer]] = {}
         self._images: dict[tuple[str, tuple[tuple[str, str], ...]], str] = {}
+        self._modules: dict[str, set[str]] = {}  # image -> its declared import names
         self.facts: dict[str, Any] = {}
         self._client = connect(docker_host)
         try:
@@ -350,7 +351,9 @@ class DockerExecutor(Executor):
         for run_env, packages in envs:
             key = (run_env or self.image, tuple(sorted(packages.items())))
             if key not in self._images:
-                self._images[key] = task_image(self._client, key[0], dict(packages))
+                tag = task_image(self._client, key[0], dict(packages))
+                self._images[key] = tag
+                self._modules.setdefault(tag, set()).update(packages)
             tags.append(self._images[key])
         return tags
 
@@ -359,8 +362,18 @@ class DockerExecutor(Executor):
         return self.prepare([(meta.get("run_env"), dict(meta.get("packages") or {}))])[0]
 
     def _server(self, image: str, workers: int | None = None) -> _ContainerServer:
+        """A container of ``image`` running the fork server. The image's declared packages
+        are preloaded by the server (before any sample runs, so their own use of modules
+        the interpreter-level policy refuses to samples, such as numpy's of ``ctypes``, is
+        not charged to the sample, and each sample imports them for free)."""
+        options = dict(self.server_options)
+        modules = sorted(self._modules.get(image, ()))
+        if modules:
+            from .forkserver import DEFAULT_PRELOAD
+
+            options["preload"] = [*(options.get("preload") or DEFAULT_PRELOAD), *modules]
         return _ContainerServer(self._client, image, self.runtime, self.limits,
-                                workers=workers or self.workers, **self.server_options)
+                                workers=workers or self.workers, **options)
 
     # ------------------------------------------------------------------------------ run
     def run(self, requests: Iterable[ExecRequest]) -> Iterator[ExecResult]:
