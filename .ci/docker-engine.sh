@@ -16,6 +16,7 @@ ROOT=${IANVS_DOCKER_ROOT:-/var/lib/ianvs-docker}
 EXEC_ROOT=${IANVS_DOCKER_EXEC_ROOT:-/run/ianvs-docker}
 PIDFILE=${IANVS_DOCKER_PIDFILE:-/run/ianvs-docker.pid}
 LOG=${IANVS_DOCKER_LOG:-/var/log/ianvs-dockerd.log}
+CONFIG=${IANVS_DOCKER_CONFIG:-/etc/ianvs-docker/daemon.json}
 
 answers() { docker -H "unix://$SOCK" version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 
@@ -43,7 +44,11 @@ if ! [ -f "$PIDFILE" ]; then
     mkdir -p "$ROOT" "$EXEC_ROOT"
     runtime=()
     if command -v runsc >/dev/null 2>&1; then
-        runtime=(--add-runtime "runsc=$(command -v runsc)")
+        # gVisor gets no network stack of its own (containers run with --network none anyway)
+        mkdir -p "$(dirname "$CONFIG")"
+        printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none", "--host-uds=open"]}}}\n' \
+            "$(command -v runsc)" >"$CONFIG"
+        runtime=(--config-file "$CONFIG")
     fi
     # setsid + nohup: the daemon outlives this script (and the CI step) on purpose
     setsid nohup dockerd --host "unix://$SOCK" --data-root "$ROOT" --exec-root "$EXEC_ROOT" \

@@ -384,7 +384,7 @@ def _run_batch(batch: list[tuple[Mapping[str, Any], Any]], executor: Executor | 
                     grading_tier, detail = OUTPUT_PARSE, f"{parsed}; {detail}".rstrip("; ")
             result = SampleResult(str(req.metadata["task_id"]), places[0][1],
                                   outcome, res.duration_s, res.timeout_s,
-                                  res.backend, str(res.isolation), detail[:500], grading_tier)
+                                  res.backend, res.isolation_label, detail[:500], grading_tier)
             for ri, si in places:
                 results[ri][si] = replace(result, task_id=str(batch[ri][0]["task_id"]),
                                           sample_index=si)

@@ -145,6 +145,8 @@ class _ContainerServer(LocalExecutor):
             listener.listen(1)
             cfg = {**cfg, "ctl_path": f"{_CTL_IN}/ctl.sock", "container": True,
                    "oom_cgroup": "/sys/fs/cgroup/memory", "sys_path": [PACKAGES_DIR]}
+            if self._runtime == "runsc":  # gVisor cannot hand its memfds to the host
+                cfg["inline_limit"] = self.output_limit
             workers = int(cfg.get("workers", 1))
             limits = self._limits
             memory_mb = int(limits["memory_mb"])
@@ -209,6 +211,12 @@ class _ContainerServer(LocalExecutor):
         except OSError:
             pass
         self._remove_leftovers()
+
+    def _to_result(self, req: ExecRequest, frame: dict, fds: dict[str, int]) -> ExecResult:
+        return replace(super()._to_result(req, frame, fds), runtime=self._runtime)
+
+    def _infra(self, req: ExecRequest, detail: str) -> ExecResult:
+        return replace(super()._infra(req, detail), runtime=self._runtime)
 
     def _remove_leftovers(self) -> None:
         proc = getattr(self, "_proc", None)
@@ -384,7 +392,8 @@ class DockerExecutor(Executor):
     def _infra(self, req: ExecRequest, detail: str, outcome: Outcome = Outcome.INFRA_ERROR) -> ExecResult:
         return ExecResult(id=req.id, outcome=outcome, exit_status=None, duration_s=0.0,
                           backend=self.name, isolation=self._isolation, timeout_s=float(req.timeout),
-                          memory_mb=req.memory_mb, detail=detail, grading=req.tier)
+                          memory_mb=req.memory_mb, detail=detail, grading=req.tier,
+                          runtime=self.runtime)
 
     def _run(self, requests: Iterable[ExecRequest]) -> Iterator[ExecResult]:
         reqs = list(requests)

@@ -890,13 +890,26 @@ class Server:
     def _emit(self, job: _Job, outcome: str, exit_status, duration: float, detail: str,
               exec_time=None, maxrss=None, from_record: int = 0) -> None:
         fds = [job.mem[name] for name in ("out", "err", "verdict") if name in job.mem]
-        self.channel.send({"op": "result", "seq": job.seq, "outcome": outcome,
-                           "exit_status": exit_status, "duration_s": duration, "detail": detail,
-                           "detail_offset": from_record, "exec_time_s": exec_time,
-                           "max_rss_kb": maxrss, "timeout_s": float(job.meta.get("timeout", 10.0)),
-                           "memory_mb": int(job.meta.get("memory_mb", 1024)),
-                           "fds": [name for name in ("out", "err", "verdict") if name in job.mem]},
-                          fds)
+        frame = {"op": "result", "seq": job.seq, "outcome": outcome,
+                 "exit_status": exit_status, "duration_s": duration, "detail": detail,
+                 "detail_offset": from_record, "exec_time_s": exec_time,
+                 "max_rss_kb": maxrss, "timeout_s": float(job.meta.get("timeout", 10.0)),
+                 "memory_mb": int(job.meta.get("memory_mb", 1024)),
+                 "fds": [name for name in ("out", "err", "verdict") if name in job.mem]}
+        limit = int(self.cfg.get("inline_limit") or 0)
+        if limit:  # a caller that cannot receive descriptors (gVisor): the bytes, capped
+            inline = {}
+            for name in frame["fds"]:
+                fd = job.mem[name]
+                start = from_record if name == "verdict" else 0
+                inline[name] = (os.pread(fd, 2000 if name == "verdict" else limit, start),
+                                max(0, os.fstat(fd).st_size - start))
+            frame["fds"], frame["inline"], frame["detail_offset"] = [], inline, 0
+            if "verdict" in inline and from_record:
+                frame["detail"] = inline["verdict"][0].decode("utf-8", "replace")
+            self.channel.send(frame)
+        else:
+            self.channel.send(frame, fds)
         for fd in [*fds, job.setup_fd]:
             if fd >= 0:
                 os.close(fd)

@@ -177,6 +177,7 @@ class LocalExecutor(Executor):
         self.workers = workers
         self.min_isolation = IsolationLevel.parse(min_isolation)
         self.output_limit = int(output_limit)
+        self._recv_size = 65536 + 2 * self.output_limit  # room for inline output (gVisor)
         self._lock = threading.Lock()
         self._next_seq = 0
         self._closed = False
@@ -276,7 +277,8 @@ class LocalExecutor(Executor):
             if not select.select([self._sock], [], [], timeout)[0]:
                 return None
         try:
-            data, anc, _flags, _addr = self._sock.recvmsg(65536, _FDS_SPACE, socket.MSG_CMSG_CLOEXEC)
+            data, anc, _flags, _addr = self._sock.recvmsg(self._recv_size, _FDS_SPACE,
+                                                          socket.MSG_CMSG_CLOEXEC)
         except OSError:
             return None
         fds: list[int] = []
@@ -419,6 +421,11 @@ class LocalExecutor(Executor):
     def _to_result(self, req: ExecRequest, frame: dict, fds: dict[str, int]) -> ExecResult:
         stdout, out_cut = _read_memfd(fds["out"], 0, self.output_limit) if "out" in fds else ("", False)
         stderr, err_cut = _read_memfd(fds["err"], 0, self.output_limit) if "err" in fds else ("", False)
+        inline = frame.get("inline") or {}  # a server that cannot pass descriptors (gVisor)
+        if "out" in inline:
+            stdout, out_cut = inline["out"][0].decode("utf-8", "replace"), inline["out"][1] > self.output_limit
+        if "err" in inline:
+            stderr, err_cut = inline["err"][0].decode("utf-8", "replace"), inline["err"][1] > self.output_limit
         detail = frame["detail"]
         if frame.get("detail_offset") and "verdict" in fds:
             detail = _read_memfd(fds["verdict"], int(frame["detail_offset"]), 2000)[0]

@@ -221,7 +221,9 @@ class ExecResult:
     ``None`` when no process ran (infra errors). ``duration_s`` is wall-clock from fork to reap.
     ``exec_time_s`` is the time the harness measured around program+tests (``None`` when it did
     not report). ``stdout``/``stderr`` are decoded (UTF-8, replacement) and capped.
-    ``timeout_s``/``memory_mb`` are the limits actually applied.
+    ``timeout_s``/``memory_mb`` are the limits actually applied. ``runtime`` names the container
+    runtime of backends that use one (``runc``, or ``runsc``: gVisor's user-space kernel, a
+    tier beside the ordered levels: it has its own system-call implementation but no Landlock).
     """
 
     id: str
@@ -240,6 +242,12 @@ class ExecResult:
     exec_time_s: float | None = None
     max_rss_kb: int | None = None
     grading: GradingTier = GradingTier.IN_PROCESS
+    runtime: str = ""
+
+    @property
+    def isolation_label(self) -> str:
+        """The isolation level, with ``+gvisor`` when the request ran under gVisor."""
+        return str(self.isolation) + ("+gvisor" if self.runtime == "runsc" else "")
 
     @property
     def passed(self) -> bool:
