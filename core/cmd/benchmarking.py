@@ -4,7 +4,9 @@
 ``-h`` and exit codes). Subcommands, which never change what ``-f`` does:
 
 * ``ianvs validate -f job.yaml``: check files, schemas, aliases and sort metrics, run nothing;
-* ``ianvs dataset humaneval -o out.jsonl``: write HumanEval in the codegen record schema.
+* ``ianvs dataset humaneval -o out.jsonl``: write HumanEval in the codegen record schema;
+* ``ianvs sandbox image build`` / ``ianvs sandbox sweep``: the docker backend's images and
+  leftovers (:mod:`core.cmd.sandbox`).
 
 Errors print one line (file:line: what; fix) and exit 1; ``--debug`` adds the traceback.
 """
@@ -37,7 +39,8 @@ def main_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ianvs", description="AI Benchmarking Tool",
         epilog="subcommands: 'ianvs validate -f job.yaml' checks a job without running it; "
-               "'ianvs dataset humaneval -o out.jsonl' converts HumanEval.")
+               "'ianvs dataset humaneval -o out.jsonl' converts HumanEval; "
+               "'ianvs sandbox image build' builds the docker backend's base image.")
     parser.add_argument("-f", "--benchmarking_config_file", nargs="?", default=None,
                         help="run the benchmarking job in this YAML file")
     parser.add_argument("-v", "--version", action="version", version=__version__,
@@ -186,6 +189,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _dataset(argv[1:])
     if argv and argv[0] == "leaderboard":
         return _leaderboard(argv[1:])
+    if argv and argv[0] == "sandbox":
+        from core.cmd.sandbox import main as sandbox_main
+
+        return sandbox_main(argv[1:])
     return _run(argv)
 
 
