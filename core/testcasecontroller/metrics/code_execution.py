@@ -222,27 +222,62 @@ def _request(key: str, program: str, record: Mapping[str, Any], timeout: float,
                        helpers=grading[1])
 
 
+Env = tuple[str | None, tuple[tuple[str, str], ...]]
+
+
+def _prepare_envs(envs: Mapping[Env, Any], executor: Executor, backend: str) -> None:
+    """Make sure ``executor`` can run every ``(run_env, packages)`` (building task images);
+    ``ConfigError`` naming the first record (the mapping's value) that it cannot."""
+    from core.testenvmanager.sandbox.images import ImageError
+
+    prepare = getattr(executor, "prepare", None)
+    if prepare is None:
+        first = next(iter(envs.values()))
+        raise ConfigError(f"record {first!r} names run_env/package_downloads, which the "
+                          f"{backend!r} sandbox backend cannot provide; set "
+                          "'sandbox: {backend: docker}' in testenv.yaml")
+    for (run_env, packages), task_id in envs.items():
+        try:
+            prepare([(run_env, dict(packages))])
+        except ImageError as exc:
+            raise ConfigError(f"record {task_id!r}: {exc}") from None
+
+
+def check_records(records: Iterable[tuple[int, Mapping[str, Any]]], source: Path,
+                  sandbox: Mapping[str, Any]) -> int:
+    """Check every record's execution fields (:func:`code_task`) and, when some need
+    container environments, build them with the configured backend: run once before any test
+    case, so a bad record is one error naming the file and line before anything runs.
+    ``records`` are ``(line, record)`` pairs. Returns the number of environments prepared.
+
+    Raises:
+        ConfigError: the first bad record, or an image/package/backend problem.
+    """
+    envs: dict[Env, str] = {}
+    for line, record in records:
+        try:
+            task = code_task(record)
+        except ConfigError as exc:
+            raise ConfigError(str(exc), source=source, line=line) from None
+        if task.needs_container:
+            envs.setdefault((task.run_env, tuple(sorted(task.packages.items()))),
+                            str(record.get("task_id")))
+    if envs:
+        backend, _general, options = _settings(sandbox)
+        _prepare_envs(envs, _executor(backend, options), backend)
+    return len(envs)
+
+
 def _tasks(batch: list[tuple[Mapping[str, Any], Any]], executor: Executor | None,
            backend: str) -> list[CodeTask]:
     """Every record's :class:`CodeTask`, checked before anything of the batch runs: a bad
-    field, an unknown function, image or package is one ``ConfigError`` naming the record."""
-    from core.testenvmanager.sandbox.images import ImageError
-
+    field, an unknown function, image or package is one ``ConfigError`` naming the record
+    (:func:`check_records` has normally found it before the job started)."""
     tasks = [code_task(rec) for rec, _ in batch]
     envs = {(t.run_env, tuple(sorted(t.packages.items()))): rec["task_id"]
             for t, (rec, _) in zip(tasks, batch) if t.needs_container}
     if envs and executor is not None:
-        prepare = getattr(executor, "prepare", None)
-        if prepare is None:
-            first = next(iter(envs.values()))
-            raise ConfigError(f"record {first!r} names run_env/package_downloads, which the "
-                              f"{backend!r} sandbox backend cannot provide; set "
-                              "'sandbox: {backend: docker}' in testenv.yaml")
-        for (run_env, packages), task_id in envs.items():
-            try:
-                prepare([(run_env, dict(packages))])
-            except ImageError as exc:
-                raise ConfigError(f"record {task_id!r}: {exc}") from None
+        _prepare_envs(envs, executor, backend)
     return tasks
 
 
