@@ -79,6 +79,7 @@ def resolve_hook(path: Any, where: str, field_name: str) -> Callable[..., Any]:
         raise ConfigError(f"{where}: {field_name} {path!r} cannot be loaded: "
                           f"{type(exc).__name__}: {exc}") from None
     if not callable(fn):
+        ClassFactory.unregister(CODE_HOOK, path)
         raise ConfigError(f"{where}: {field_name} {path!r} is not a function")
     return fn  # type: ignore[no-any-return]
 
