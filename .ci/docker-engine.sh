@@ -9,7 +9,8 @@
 # default unix:///run/ianvs-docker.sock), never through a guessed DOCKER_HOST.
 #
 # Without root (or apt) it says so and exits 0: the Docker tests then skip with that reason.
-# `runsc` (gVisor, Debian's package) is installed too and registered as a runtime when present.
+# `runsc` (gVisor, Debian's package) is installed too and registered as a runtime, and
+# `debootstrap`, which `ianvs sandbox image build` uses for the base image.
 set -euo pipefail
 SOCK=${IANVS_DOCKER_SOCK:-/run/ianvs-docker.sock}
 ROOT=${IANVS_DOCKER_ROOT:-/var/lib/ianvs-docker}
@@ -20,7 +21,8 @@ CONFIG=${IANVS_DOCKER_CONFIG:-/etc/ianvs-docker/daemon.json}
 
 answers() { docker -H "unix://$SOCK" version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 
-if command -v docker >/dev/null 2>&1 && [ -S "$SOCK" ] && answers; then
+if command -v docker >/dev/null 2>&1 && command -v debootstrap >/dev/null 2>&1 && [ -S "$SOCK" ] \
+        && answers; then
     exit 0
 fi
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
@@ -30,6 +32,7 @@ fi
 need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v runsc >/dev/null 2>&1 || need+=(runsc)
+command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)  # builds the base image
 if [ ${#need[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get install -y -q "${need[@]}" >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q "${need[@]}" >/dev/null; } \
