@@ -53,8 +53,8 @@ from core.common.progress import progress_bar
 from core.testcasecontroller.metrics.code_tasks import (OUTPUT_PARSE, CodeTask, code_task,
                                                         parse_verdict)
 from core.testenvmanager.testenv.testenv import SANDBOX_KEYS
-from core.testenvmanager.sandbox import (ExecRequest, Executor, Outcome, calibrate_timeouts,
-                                         get_executor)
+from core.testenvmanager.sandbox import (ExecMode, ExecRequest, Executor, Outcome,
+                                         calibrate_timeouts, get_executor)
 
 logger = logging.getLogger(__name__)
 
@@ -213,7 +213,7 @@ def _request(key: str, program: str, record: Mapping[str, Any], timeout: float,
     meta = {"task_id": str(record["task_id"]), "run_env": task.run_env,
             "packages": dict(task.packages)}
     if task.test_code is not None:  # eval-framework: one merged script, passed iff it completes
-        return ExecRequest(id=key, program=task.program(program), mode="script",
+        return ExecRequest(id=key, program=task.program(program), mode=ExecMode.SCRIPT,
                            timeout=timeout, memory_mb=memory_mb, metadata=meta,
                            grading="in_process")
     return ExecRequest(id=key, program=program, test=str(record["test"]),
