@@ -3,7 +3,8 @@
 
 :func:`require_docker` skips the calling test with a visible reason only when the engine cannot
 be run here (no root); with root, a missing engine is started by the project's script and a
-missing base image is built (once, about a minute), so CI and a fresh machine run the tests.
+missing base image is built (once, about a minute), so CI and a fresh machine run the tests, and
+an engine that still does not answer is a failure, not a skip.
 """
 
 from __future__ import annotations
@@ -25,8 +26,6 @@ def _prepare() -> str:
     """'' when the engine answers and the base image exists, else the reason it cannot."""
     from core.testenvmanager.sandbox.images import build_base_image, connect
 
-    if os.geteuid() != 0:
-        return "the docker backend tests need root (to run the Docker engine)"
     try:
         client = connect(DEFAULT_DOCKER_HOST, timeout=10)
     except ImageError:
@@ -45,7 +44,10 @@ def _prepare() -> str:
 
 
 def require_docker() -> None:
-    """Skip (with the reason) unless the Docker engine answers and the base image is there."""
+    """Skip (with the reason) without root; with root, fail unless the Docker engine answers
+    and the base image is there (CI and a fresh machine must run these tests)."""
+    if os.geteuid() != 0:
+        pytest.skip("the docker backend tests need root (to run the Docker engine)")
     reason = _prepare()
     if reason:
-        pytest.skip(reason)
+        pytest.fail(f"the docker backend cannot run although this is root: {reason}")
