@@ -68,10 +68,13 @@ def _check_code_records(job: JobConfig) -> None:
     """Records' execution fields (``run_env``, ``package_downloads``, hooks...) and the
     container images they need, checked and built before any test case (JSONL test sets)."""
     from core.testcasecontroller.metrics.code_execution import check_records
-    from core.testenvmanager.dataset.parsers import JsonlDataset
+    from core.testenvmanager.dataset.parsers import JsonDataset, JsonlDataset
 
-    test = job.testenv.dataset.parse("test", "inference")
-    if isinstance(test, JsonlDataset) and test.path is not None:
+    dataset = job.testenv.dataset
+    test = dataset.parse("test", "inference")
+    per_record = (dataset.test.fmt in ("jsonl", "json") and isinstance(test, JsonlDataset)
+                  and not (isinstance(test, JsonDataset) and test.is_coco))
+    if per_record and test.path is not None:
         if check_records(test.numbered_records(), test.path, job.testenv.sandbox):
             logger.info("container environments of the test set are ready")
 
