@@ -72,11 +72,11 @@ def _check_code_records(job: JobConfig) -> None:
 
     dataset = job.testenv.dataset
     test = dataset.parse("test", "inference")
-    per_record = (dataset.test.fmt in ("jsonl", "json") and isinstance(test, JsonlDataset)
-                  and not (isinstance(test, JsonDataset) and test.is_coco))
-    if per_record and test.path is not None:
-        if check_records(test.numbered_records(), test.path, job.testenv.sandbox):
-            logger.info("container environments of the test set are ready")
+    if (not isinstance(test, JsonlDataset) or dataset.test.fmt not in ("jsonl", "json")
+            or (isinstance(test, JsonDataset) and test.is_coco) or test.path is None):
+        return  # no per-sample records
+    if check_records(test.numbered_records(), test.path, job.testenv.sandbox):
+        logger.info("container environments of the test set are ready")
 
 
 def _report(job: JobConfig, rank_files: RankFiles, metric_names: list[str],
