@@ -218,3 +218,26 @@ def test_gvisor_runtime_is_reported(client) -> None:
         res = run_one(ex, program="print('hi')\n" + GOOD_PROGRAM, test=CHECK_ADD, entry_point="add")
     assert res.passed and res.runtime == "runsc" and res.stdout == "hi\n", res
     assert res.isolation_label.endswith("+gvisor")
+
+
+def test_fresh_container_that_stops_answering_is_removed_at_the_timeout(client) -> None:
+    """A frozen container (``docker pause`` right after its server said hello, so not even the
+    in-container deadline can fire): the executor removes it at timeout + grace and grades the
+    request ``timeout``; nothing is left behind."""
+    with get_executor("docker", workers=1, fresh_container=True) as ex:
+        start_server = ex._server
+        frozen: list = []
+
+        def paused(tag: str, workers: int | None = None):
+            server = start_server(tag, workers)
+            server.container.pause()
+            frozen.append(server.container.id)
+            return server
+
+        ex._server = paused  # type: ignore[method-assign]
+        started = time.monotonic()
+        res = run_one(ex, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add", timeout=1.0)
+        elapsed = time.monotonic() - started
+    assert res.outcome is Outcome.TIMEOUT and "killed at the timeout" in res.detail, res
+    assert 2.5 < elapsed < 15, elapsed
+    assert frozen and not client.containers.list(all=True, filters={"id": frozen[0]})

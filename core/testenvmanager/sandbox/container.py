@@ -102,10 +102,19 @@ class _ContainerProcess:
         return self.returncode
 
     def kill(self) -> None:
+        """Remove the container (killing it); returns once the engine no longer lists it
+        (auto-remove may be removing it concurrently), after 10 s at the most."""
         try:
             self.container.remove(force=True)
-        except Exception as exc:  # noqa: BLE001 - already gone
+        except Exception as exc:  # noqa: BLE001 - already gone, or auto-remove in progress
             LOGGER.debug("remove %s: %s", self.container.short_id, exc)
+            deadline = time.monotonic() + 10.0
+            while time.monotonic() < deadline:
+                try:
+                    self.container.reload()
+                except Exception:  # noqa: BLE001 - NotFound: gone
+                    break
+                time.sleep(0.05)
         if self.returncode is None:
             self.returncode = -9
 
