@@ -241,3 +241,21 @@ def test_fresh_container_that_stops_answering_is_removed_at_the_timeout(client) 
     assert res.outcome is Outcome.TIMEOUT and "killed at the timeout" in res.detail, res
     assert 2.5 < elapsed < 15, elapsed
     assert frozen and not client.containers.list(all=True, filters={"id": frozen[0]})
+
+
+def test_pool_of_several_warm_containers_and_replacement_of_a_dead_one(client) -> None:
+    """``pool_size`` containers serve one batch together; a warm container killed from outside
+    is replaced and the next batch still passes (never a sample's fault)."""
+    probe = "import os\nNODE = os.uname().nodename\nprint(NODE)\n" + GOOD_PROGRAM
+    with get_executor("docker", workers=1, pool_size=2) as ex:
+        reqs = [ExecRequest(id=f"p{i}", program=probe, test=CHECK_ADD, entry_point="add")
+                for i in range(6)]
+        first = {r.id: r for r in ex.run(reqs)}
+        assert all(r.passed for r in first.values())
+        assert len({r.stdout for r in first.values()}) == 2  # both containers served
+        victim = ex._pools[BASE_IMAGE][0].container
+        victim.kill()
+        again = {r.id: r for r in ex.run(reqs)}
+        assert all(r.passed for r in again.values()), [r.detail for r in again.values()]
+        assert victim.short_id not in {r.stdout.strip()[:12] for r in again.values()}
+        assert ex.alive()
