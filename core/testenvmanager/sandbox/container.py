@@ -47,8 +47,8 @@ from dataclasses import replace
 from typing import Any, Iterable, Iterator, Mapping
 
 from .base import Executor
-from .images import (BASE_IMAGE, CONTAINER_USER, DEFAULT_DOCKER_HOST, LABEL, PACKAGES_DIR,
-                     ImageError, connect, sweep, task_image)
+from .images import (BASE_IMAGE, CONTAINER_USER, DEFAULT_DOCKER_HOST, LABEL, OWNER_LABEL,
+                     PACKAGES_DIR, ImageError, connect, owner, sweep, task_image)
 from .local import LocalExecutor
 from .types import (ExecRequest, ExecResult, ExecutorClosedError, IsolationLevel,
                     IsolationUnavailableError, Outcome)
@@ -59,18 +59,18 @@ LOGGER = logging.getLogger(__name__)
 _HARNESS = os.path.dirname(os.path.abspath(__file__))
 _HARNESS_IN = "/opt/ianvs/harness"
 _CTL_IN = "/run/ianvs"
-_OWNER = "io.ianvs.owner"
 _GRACE = 2.0  # seconds past a request's timeout before fresh mode kills its container
 RUNTIMES = ("runc", "runsc")
 
 
-def _owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
 def _owner_alive(labels: Mapping[str, str]) -> bool:
-    host, _, pid = str(labels.get(_OWNER, "")).rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
+    """Whether the ``ianvs`` process that started a container may still use it. Containers of
+    another host (an engine shared over a socket) are never judged dead here; containers
+    without an owner label (checks, builds) count as dead."""
+    host, _, pid = str(labels.get(OWNER_LABEL, "")).rpartition(":")
+    if host and host != socket.gethostname():
+        return True
+    if not pid.isdigit():
         return False
     try:
         os.kill(int(pid), 0)
@@ -172,7 +172,7 @@ class _ContainerServer(LocalExecutor):
                     mem_limit=f"{memory_mb}m", memswap_limit=f"{memory_mb}m",
                     nano_cpus=int(float(limits["cpus"]) * 1e9), runtime=self._runtime,
                     environment={"LANG": "C.UTF-8"}, labels={LABEL: "1", "io.ianvs.kind": "server",
-                                                             _OWNER: _owner()},
+                                                             OWNER_LABEL: owner()},
                     volumes={_HARNESS: {"bind": _HARNESS_IN, "mode": "ro"},
                              self._ctl_dir: {"bind": _CTL_IN, "mode": "rw"}})
             except Exception as exc:  # noqa: BLE001 - ImageNotFound, APIError, transport

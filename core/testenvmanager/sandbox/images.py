@@ -31,6 +31,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -56,6 +57,8 @@ HASH_LABEL = "io.ianvs.content-hash"
 PYTHON_LABEL = "io.ianvs.python"
 #: where a task image keeps its packages (under /usr: readable through the Landlock policy)
 PACKAGES_DIR = "/usr/lib/ianvs-packages"
+#: ``<host>:<pid>`` of the process that started a container (sweeping spares live owners)
+OWNER_LABEL = "io.ianvs.owner"
 #: non-root uid:gid every sandbox container runs as
 CONTAINER_USER = "10001:10001"
 _RECIPE = 1  # bump when the base recipe changes (changes the content hash)
@@ -88,6 +91,11 @@ def connect(docker_host: str = DEFAULT_DOCKER_HOST, timeout: float = 60.0) -> An
                          "start one with .ci/docker-engine.sh (as root) or set the sandbox "
                          "option docker_host") from None
     return client
+
+
+def owner() -> str:
+    """The value of :data:`OWNER_LABEL` for containers this process starts."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def _labels(kind: str, content_hash: str = "", **extra: str) -> dict[str, str]:
@@ -296,7 +304,8 @@ def _check_imports(client: Any, tag: str, modules: list[str]) -> None:
             "    except Exception as e:\n        bad.append(f'{m}: {e!r}')\n"
             "print('\\n'.join(bad))\nsys.exit(1 if bad else 0)\n") % (PACKAGES_DIR, modules)
     container = client.containers.create(tag, ["python3", "-I", "-c", code], network_mode="none",
-                                         labels=_labels("check"), user=CONTAINER_USER)
+                                         labels=_labels("check", **{OWNER_LABEL: owner()}),
+                                         user=CONTAINER_USER)
     try:
         container.start()
         status = container.wait(timeout=120)
