@@ -1,4 +1,5 @@
-"""Warm fork server for the ``local`` backend (stdlib + ctypes; run as ``python -I -S forkserver.py``).
+"""Warm fork server of the ``local`` backend, also run inside the ``docker`` backend's containers
+(stdlib + ctypes; run as ``python -I -S forkserver.py``).
 
 The caller starts this script once per executor with a scrubbed environment and one end of a
 ``SOCK_SEQPACKET`` socket pair. At start-up the server enters private network, mount and IPC
