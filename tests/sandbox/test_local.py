@@ -1,4 +1,6 @@
-"""Functional tests of the ``local`` backend (real fork server, real children)."""
+"""Functional tests of the ``local`` backend (real fork server, real children). The backend-neutral
+ones (taxonomy, limits, modes, timeouts) take the ``backend`` fixture and so run on every backend
+(``local`` and ``docker``) from these same definitions."""
 
 from __future__ import annotations
 
@@ -24,16 +26,16 @@ def probe(executor, body: str, **extra):
     return run_one(executor, program=program, test=PROBE_TEST, entry_point="probe", **extra)
 
 
-def test_results_carry_backend_isolation_and_limits(executor) -> None:
-    res = run_one(executor, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add", timeout=2.5,
+def test_results_carry_backend_isolation_and_limits(backend) -> None:
+    res = run_one(backend, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add", timeout=2.5,
                   memory_mb=300)
     assert res.passed and res.exit_status == 0
-    assert res.backend == "local" and res.isolation is executor.isolation
+    assert res.backend == backend.name and res.isolation is backend.isolation
     assert res.timeout_s == 2.5 and res.memory_mb == 300
     assert res.exec_time_s is not None and 0 <= res.exec_time_s <= res.duration_s
 
 
-def test_failed_error_and_syntax_error_taxonomy(executor) -> None:
+def test_failed_error_and_syntax_error_taxonomy(backend) -> None:
     cases = {
         "failed": ("def add(a, b):\n    return 0\n", Outcome.FAILED),
         "error": ("def add(a, b):\n    raise KeyError(a)\n", Outcome.ERROR),
@@ -42,23 +44,23 @@ def test_failed_error_and_syntax_error_taxonomy(executor) -> None:
         "module_error": ("import does_not_exist_anywhere\n", Outcome.ERROR),
     }
     reqs = [ExecRequest(id=k, program=p, test=CHECK_ADD, entry_point="add") for k, (p, _) in cases.items()]
-    got = {r.id: r for r in executor.run(reqs)}
+    got = {r.id: r for r in backend.run(reqs)}
     for key, (_, expected) in cases.items():
         assert got[key].outcome is expected, (key, got[key].detail)
     assert "KeyError" in got["error"].detail
 
 
-def test_broken_test_code_is_infra_error(executor) -> None:
-    res = run_one(executor, program=GOOD_PROGRAM, test="def check(:\n", entry_point="add")
+def test_broken_test_code_is_infra_error(backend) -> None:
+    res = run_one(backend, program=GOOD_PROGRAM, test="def check(:\n", entry_point="add")
     assert res.outcome is Outcome.INFRA_ERROR and not res.outcome.counts_against_model
 
 
-def test_results_stream_in_completion_order(executor) -> None:
+def test_results_stream_in_completion_order(backend) -> None:
     slow = ExecRequest(id="slow", program="import time\ntime.sleep(0.8)\n" + GOOD_PROGRAM, test=CHECK_ADD,
                        entry_point="add")
     fast = ExecRequest(id="fast", program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add")
     start = time.monotonic()
-    stream = executor.run([slow, fast])
+    stream = backend.run([slow, fast])
     first = next(stream)
     first_at = time.monotonic() - start
     rest = list(stream)
@@ -66,20 +68,20 @@ def test_results_stream_in_completion_order(executor) -> None:
     assert [r.id for r in rest] == ["slow"]
 
 
-def test_duplicate_ids_are_rejected(executor) -> None:
+def test_duplicate_ids_are_rejected(backend) -> None:
     req = ExecRequest(id="dup", program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add")
     with pytest.raises(ValueError, match="duplicate"):
-        list(executor.run([req, req]))
-    assert run_one(executor, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add").passed
+        list(backend.run([req, req]))
+    assert run_one(backend, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add").passed
 
 
-def test_run_all_keeps_input_order(executor) -> None:
+def test_run_all_keeps_input_order(backend) -> None:
     reqs = [ExecRequest(id=f"q{i}", program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add") for i in range(7)]
-    assert [r.id for r in executor.run_all(reqs)] == [r.id for r in reqs]
+    assert [r.id for r in backend.run_all(reqs)] == [r.id for r in reqs]
 
 
-def test_environment_is_scrubbed(executor) -> None:
-    res = probe(executor, "import os\nprint(sorted(os.environ))\n"
+def test_environment_is_scrubbed(backend) -> None:
+    res = probe(backend, "import os\nprint(sorted(os.environ))\n"
                           "return set(os.environ) <= {'PATH', 'LANG', 'LC_ALL', 'HOME', 'TMPDIR', 'PWD', "
                           "'PYTHONDONTWRITEBYTECODE', 'PYTHONIOENCODING'}")
     assert res.passed, res.stdout
@@ -95,16 +97,16 @@ def test_private_workdir_is_removed_afterwards(executor) -> None:
     assert os.path.dirname(workdir) != os.getcwd()
 
 
-def test_resource_limits_are_applied(executor) -> None:
-    res = probe(executor, "import resource as r\n"
+def test_resource_limits_are_applied(backend) -> None:
+    res = probe(backend, "import resource as r\n"
                           "return (r.getrlimit(r.RLIMIT_AS)[0] == 200 << 20 and r.getrlimit(r.RLIMIT_NOFILE)[0] == 256"
                           " and r.getrlimit(r.RLIMIT_FSIZE)[0] == 64 << 20 and r.getrlimit(r.RLIMIT_CORE)[0] == 0"
                           " and r.getrlimit(r.RLIMIT_CPU)[0] == 4)", memory_mb=200, timeout=2.0)
     assert res.passed, res.detail
 
 
-def test_own_session_and_process_group(executor) -> None:
-    res = probe(executor, "import os\nreturn os.getsid(0) == os.getpid() == os.getpgid(0)")
+def test_own_session_and_process_group(backend) -> None:
+    res = probe(backend, "import os\nreturn os.getsid(0) == os.getpid() == os.getpgid(0)")
     assert res.passed, res.detail
 
 
@@ -119,8 +121,8 @@ def test_network_namespace_has_only_loopback() -> None:
     assert res.passed, (res.stdout, res.detail)
 
 
-def test_loopback_works_inside_namespace(executor) -> None:
-    res = probe(executor, "import socket\nsrv = socket.socket()\nsrv.bind(('127.0.0.1', 0))\nsrv.listen()\n"
+def test_loopback_works_inside_namespace(backend) -> None:
+    res = probe(backend, "import socket\nsrv = socket.socket()\nsrv.bind(('127.0.0.1', 0))\nsrv.listen()\n"
                           "c = socket.create_connection(srv.getsockname())\nconn, _ = srv.accept()\n"
                           "c.sendall(b'hi')\nreturn conn.recv(2) == b'hi'")
     assert res.passed, res.detail
@@ -133,8 +135,8 @@ def test_unprivileged_uid_when_full(executor) -> None:
     assert res.passed, res.detail
 
 
-def test_stdout_and_stderr_are_captured_separately(executor) -> None:
-    res = probe(executor, "import sys\nprint('to-out')\nprint('to-err', file=sys.stderr)\nreturn True")
+def test_stdout_and_stderr_are_captured_separately(backend) -> None:
+    res = probe(backend, "import sys\nprint('to-out')\nprint('to-err', file=sys.stderr)\nreturn True")
     assert res.passed and res.stdout == "to-out\n" and res.stderr == "to-err\n"
 
 
@@ -144,10 +146,10 @@ def test_output_cap_is_configurable() -> None:
     assert res.passed and res.stdout == "z" * 100 and res.stdout_truncated and not res.stderr_truncated
 
 
-def test_script_mode(executor) -> None:
-    ok = run_one(executor, mode="script", program="def sq(x):\n    return x * x\n",
+def test_script_mode(backend) -> None:
+    ok = run_one(backend, mode="script", program="def sq(x):\n    return x * x\n",
                  test="assert sq(3) == 9\nassert __name__ == '__main__'\n")
-    bad = run_one(executor, mode="script", program="def sq(x):\n    return x + x\n", test="assert sq(3) == 9\n")
+    bad = run_one(backend, mode="script", program="def sq(x):\n    return x + x\n", test="assert sq(3) == 9\n")
     assert ok.outcome is Outcome.PASSED and bad.outcome is Outcome.FAILED
 
 
@@ -162,20 +164,20 @@ UT_TEST = ("import unittest\nfrom solution import add\nclass T(unittest.TestCase
     ("def add(a, b):\n    raise RuntimeError('boom')\n", Outcome.ERROR),
     ("def add(a, b)\n    return a + b\n", Outcome.SYNTAX_ERROR),
 ])
-def test_unittest_mode(executor, solution: str, expected: Outcome) -> None:
-    res = run_one(executor, mode="unittest", files={"solution.py": solution, "tests/test_solution.py": UT_TEST,
+def test_unittest_mode(backend, solution: str, expected: Outcome) -> None:
+    res = run_one(backend, mode="unittest", files={"solution.py": solution, "tests/test_solution.py": UT_TEST,
                                                      "tests/__init__.py": ""},
                   test_pattern="test_*.py")
     assert res.outcome is expected, res.detail
 
 
-def test_unittest_mode_without_tests_is_error(executor) -> None:
-    res = run_one(executor, mode="unittest", files={"solution.py": "x = 1\n"})
+def test_unittest_mode_without_tests_is_error(backend) -> None:
+    res = run_one(backend, mode="unittest", files={"solution.py": "x = 1\n"})
     assert res.outcome is Outcome.ERROR and "no tests" in res.detail
 
 
-def test_stdin_is_fed(executor) -> None:
-    res = probe(executor, "return input() == 'line one' and input() == 'two'", stdin="line one\ntwo\n")
+def test_stdin_is_fed(backend) -> None:
+    res = probe(backend, "return input() == 'line one' and input() == 'two'", stdin="line one\ntwo\n")
     assert res.passed, res.detail
 
 
@@ -314,19 +316,19 @@ def test_oom_score_of_a_running_child(executor) -> None:
     assert res.passed and seen and seen[0] == "1000", seen
 
 
-def test_workers_run_in_parallel(executor) -> None:
+def test_workers_run_in_parallel(backend) -> None:
     reqs = [ExecRequest(id=f"par{i}", program="import time\ntime.sleep(0.6)\n" + GOOD_PROGRAM, test=CHECK_ADD,
                         entry_point="add") for i in range(2)]
     start = time.monotonic()
-    results = executor.run_all(reqs)
+    results = backend.run_all(reqs)
     assert all(r.passed for r in results)
     assert time.monotonic() - start < 1.1  # two workers: both sleeps overlap
 
 
-def test_timeout_kills_the_whole_process_group(executor) -> None:
+def test_timeout_kills_the_whole_process_group(backend) -> None:
     program = ("import subprocess, time\nsubprocess.Popen(['sleep', '60'])\n"
                "open('started', 'w').close()\nwhile True:\n    time.sleep(0.01)\n")
-    res = run_one(executor, program=program, test=CHECK_ADD, entry_point="add", timeout=0.8,
+    res = run_one(backend, program=program, test=CHECK_ADD, entry_point="add", timeout=0.8,
                   allow_subprocess=True)
     assert res.outcome is Outcome.TIMEOUT and res.timeout_s == 0.8 and res.exit_status == -9
 

@@ -25,8 +25,14 @@ Sandbox settings (testenv ``sandbox:``; all optional):
                    ``timeout`` field wins
 ``timeout_factor`` default 5; ``timeout_floor`` default 3 s; ``timeout_ceiling`` default 60 s
 ``memory_mb``      address-space limit per sample (default 1024)
-anything else      backend options, e.g. ``workers``, ``min_isolation`` for ``local``
+anything else      backend options, e.g. ``workers``, ``min_isolation`` for ``local``; ``image``,
+                   ``runtime``, ``fresh_container`` for ``docker``
 ================== ===========================================================================
+
+Records may also carry eval-framework's execution fields (``run_env``, ``package_downloads``,
+``test_code``, ``snippet_merge_fn``, ``output_parse_fn``, ``benchmark_timeout``): see
+:mod:`core.testcasecontroller.metrics.code_tasks`. They are checked per batch before anything
+of the batch runs; ``run_env``/``package_downloads`` need the ``docker`` backend.
 """
 from __future__ import annotations
 
@@ -44,9 +50,11 @@ from typing import Any
 from core.common.errors import ConfigError
 from core.common.jsonl import key_prefix, lines_with_offsets, read_json_at
 from core.common.progress import progress_bar
+from core.testcasecontroller.metrics.code_tasks import (OUTPUT_PARSE, CodeTask, code_task,
+                                                        parse_verdict)
 from core.testenvmanager.testenv.testenv import SANDBOX_KEYS
-from core.testenvmanager.sandbox import (ExecRequest, Executor, Outcome, calibrate_timeouts,
-                                         get_executor)
+from core.testenvmanager.sandbox import (ExecMode, ExecRequest, Executor, Outcome,
+                                         calibrate_timeouts, get_executor)
 
 logger = logging.getLogger(__name__)
 
@@ -198,11 +206,12 @@ def _grading(record: Mapping[str, Any]) -> tuple[str, str]:
     """The record's grading tier and the trusted helper code its test may need.
 
     The tier is ``in_process`` when the record asks for it (its test needs objects the sample
-    defines), otherwise ``boundary``; then the helpers are the record's prompt (HumanEval's
-    tests call helpers it defines, e.g. ``poly``), run in the judge before the test, when the
-    prompt compiles on its own. Call once per record: it compiles the prompt.
+    defines) or runs ``test_code`` merged with the sample (eval-framework style), otherwise
+    ``boundary``; then the helpers are the record's prompt (HumanEval's tests call helpers it
+    defines, e.g. ``poly``), run in the judge before the test, when the prompt compiles on its
+    own. Call once per record: it compiles the prompt.
     """
-    if record.get("grading") == "in_process":
+    if record.get("grading") == "in_process" or record.get("test_code") is not None:
         return "in_process", ""
     prompt = str(record.get("prompt") or "")
     return "boundary", prompt if _compiles(prompt) else ""
@@ -220,11 +229,76 @@ def _compiles(source: str) -> bool:
 
 
 def _request(key: str, program: str, record: Mapping[str, Any], timeout: float,
-             memory_mb: int, grading: tuple[str, str]) -> ExecRequest:
+             memory_mb: int, grading: tuple[str, str], task: CodeTask) -> ExecRequest:
+    meta = {"task_id": str(record["task_id"]), "run_env": task.run_env,
+            "packages": dict(task.packages)}
+    if task.test_code is not None:  # eval-framework: one merged script, passed iff it completes
+        return ExecRequest(id=key, program=task.program(program), mode=ExecMode.SCRIPT,
+                           timeout=timeout, memory_mb=memory_mb, metadata=meta,
+                           grading="in_process")
     return ExecRequest(id=key, program=program, test=str(record["test"]),
                        entry_point=str(record["entry_point"]), timeout=timeout,
-                       memory_mb=memory_mb, metadata={"task_id": str(record["task_id"])},
-                       grading=grading[0], helpers=grading[1])
+                       memory_mb=memory_mb, metadata=meta, grading=grading[0],
+                       helpers=grading[1])
+
+
+Env = tuple[str | None, tuple[tuple[str, str], ...]]
+
+
+def _prepare_envs(envs: Mapping[Env, Any], executor: Executor, backend: str) -> None:
+    """Make sure ``executor`` can run every ``(run_env, packages)`` (building task images);
+    ``ConfigError`` naming the first record (the mapping's value) that it cannot."""
+    from core.testenvmanager.sandbox.images import ImageError
+
+    prepare = getattr(executor, "prepare", None)
+    if prepare is None:
+        first = next(iter(envs.values()))
+        raise ConfigError(f"record {first!r} names run_env/package_downloads, which the "
+                          f"{backend!r} sandbox backend cannot provide; set "
+                          "'sandbox: {backend: docker}' in testenv.yaml")
+    for (run_env, packages), task_id in envs.items():
+        try:
+            prepare([(run_env, dict(packages))])
+        except ImageError as exc:
+            raise ConfigError(f"record {task_id!r}: {exc}") from None
+
+
+def check_records(records: Iterable[tuple[int, Mapping[str, Any]]], source: Path,
+                  sandbox: Mapping[str, Any]) -> int:
+    """Check every record's execution fields (:func:`code_task`) and, when some need
+    container environments, build them with the configured backend: run once before any test
+    case, so a bad record is one error naming the file and line before anything runs.
+    ``records`` are ``(line, record)`` pairs. Returns the number of environments prepared.
+
+    Raises:
+        ConfigError: the first bad record, or an image/package/backend problem.
+    """
+    envs: dict[Env, str] = {}
+    for line, record in records:
+        try:
+            task = code_task(record)
+        except ConfigError as exc:
+            raise ConfigError(str(exc), source=source, line=line) from None
+        if task.needs_container:
+            envs.setdefault((task.run_env, tuple(sorted(task.packages.items()))),
+                            str(record.get("task_id")))
+    if envs:
+        backend, _general, options = _settings(sandbox)
+        _prepare_envs(envs, _executor(backend, options), backend)
+    return len(envs)
+
+
+def _tasks(batch: list[tuple[Mapping[str, Any], Any]], executor: Executor | None,
+           backend: str) -> list[CodeTask]:
+    """Every record's :class:`CodeTask`, checked before anything of the batch runs: a bad
+    field, an unknown function, image or package is one ``ConfigError`` naming the record
+    (:func:`check_records` has normally found it before the job started)."""
+    tasks = [code_task(rec) for rec, _ in batch]
+    envs = {(t.run_env, tuple(sorted(t.packages.items()))): rec["task_id"]
+            for t, (rec, _) in zip(tasks, batch) if t.needs_container}
+    if envs and executor is not None:
+        _prepare_envs(envs, executor, backend)
+    return tasks
 
 
 def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], executor: Executor,
@@ -242,14 +316,15 @@ def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], exec
     references: dict[str, str] = {}
     for ri, rec in enumerate(records):
         ref = _reference_program(rec)
-        if rec.get("timeout"):
-            out.append(float(rec["timeout"]))
+        if rec.get("timeout") or rec.get("benchmark_timeout"):
+            out.append(float(rec.get("timeout") or rec["benchmark_timeout"]))
         elif setting != "auto":
             out.append(float(setting))
         else:
             out.append(ceiling)  # replaced below when the reference passes
             if ref is not None:
-                probes.append(_request(str(ri), ref, rec, ceiling, memory_mb, _grading(rec)))
+                probes.append(_request(str(ri), ref, rec, ceiling, memory_mb, _grading(rec),
+                                       code_task(rec)))
                 references[str(ri)] = ref
     if not probes:
         return out
@@ -323,6 +398,7 @@ def _run_batch(batch: list[tuple[Mapping[str, Any], Any]], executor: Executor | 
     results: list[list[SampleResult | None]] = []
     todo: dict[str, tuple[ExecRequest, list[tuple[int, int]]]] = {}
     timeouts: list[float] | None = None
+    tasks = _tasks(batch, executor, backend)
     for ri, (rec, pred) in enumerate(batch):
         row: list[SampleResult | None] = []
         grading: tuple[str, str] | None = None  # per record, on its first executable sample
@@ -339,8 +415,8 @@ def _run_batch(batch: list[tuple[Mapping[str, Any], Any]], executor: Executor | 
                                      workspace, known)
             if grading is None:
                 grading = _grading(rec)
-            key = _key(backend, sample["code"], rec["test"], rec["entry_point"],
-                       timeouts[ri], memory_mb, *grading)
+            key = _key(backend, sample["code"], rec.get("test"), rec.get("entry_point"),
+                       timeouts[ri], memory_mb, *grading, *tasks[ri].cache_key())
             hit = cache.get(key)
             if hit is not None:
                 row[si] = replace(SampleResult(**hit), task_id=tid, sample_index=si)
@@ -348,17 +424,23 @@ def _run_batch(batch: list[tuple[Mapping[str, Any], Any]], executor: Executor | 
                 todo[key][1].append((ri, si))
             else:
                 todo[key] = (_request(key, str(sample["code"]), rec, timeouts[ri], memory_mb,
-                                      grading), [(ri, si)])
+                                      grading, tasks[ri]), [(ri, si)])
         results.append(row)
     if todo:
         assert executor is not None
         logger.debug("executing %d sample(s) with the %s backend", len(todo), backend)
         for res in executor.run([req for req, _ in todo.values()]):
             req, places = todo[res.id]
+            outcome, grading_tier, detail = res.outcome.value, res.grading.value, res.detail
+            task = tasks[places[0][0]]
+            if task.parse_fn:
+                outcome, parsed = parse_verdict(task, outcome, res.stdout, res.stderr)
+                if parsed:
+                    grading_tier, detail = OUTPUT_PARSE, f"{parsed}; {detail}".rstrip("; ")
             result = SampleResult(str(req.metadata["task_id"]), places[0][1],
-                                  res.outcome.value, res.duration_s, res.timeout_s,
-                                  res.backend, str(res.isolation), res.detail[:500],
-                                  res.grading.value, res.node)
+                                  outcome, res.duration_s, res.timeout_s,
+                                  res.backend, res.isolation_label, detail[:500], grading_tier,
+                                  res.node)
             for ri, si in places:
                 results[ri][si] = replace(result, task_id=str(batch[ri][0]["task_id"]),
                                           sample_index=si)

@@ -72,6 +72,7 @@ Factory = Callable[..., Executor]
 BUILTIN_BACKENDS: dict[str, str] = {
     "local": "core.testenvmanager.sandbox.local:LocalExecutor",
     "dask": "core.edge.executor:DaskExecutor",
+    "docker": "core.testenvmanager.sandbox.container:DockerExecutor",
 }
 
 for _name, _target in BUILTIN_BACKENDS.items():

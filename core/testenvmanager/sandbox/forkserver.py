@@ -1,4 +1,5 @@
-"""Warm fork server for the ``local`` backend (stdlib + ctypes; run as ``python -I -S forkserver.py``).
+"""Warm fork server of the ``local`` backend, also run inside the ``docker`` backend's containers
+(stdlib + ctypes; run as ``python -I -S forkserver.py``).
 
 The caller starts this script once per executor with a scrubbed environment and one end of a
 ``SOCK_SEQPACKET`` socket pair. At start-up the server enters private network, mount and IPC
@@ -254,10 +255,13 @@ def _oom_kills(memory_cgroup: str) -> int:
 
 
 def _level(facts: dict) -> int:
-    """Isolation level reached (index into ``_LEVELS``)."""
-    if not facts["netns"]:
+    """Isolation level reached (index into ``_LEVELS``). Inside a container of the ``docker``
+    backend (``facts["container"]``) the container provides the private network namespace (only
+    loopback) and the private, read-only mount namespace with a private ``/tmp``."""
+    container = bool(facts.get("container"))
+    if not (facts["netns"] or container):
         return 1
-    kernel = facts["mountns"] and facts["landlock_abi"] > 0 and facts["seccomp"]
+    kernel = (facts["mountns"] or container) and facts["landlock_abi"] > 0 and facts["seccomp"]
     if not kernel:
         return 2
     return 4 if facts["drop_uid"] and facts["subreaper"] else 3
@@ -344,7 +348,8 @@ class Server:
         self.boundary_limits = cfg.get("boundary_limits", {})
         self.judge_requests = max(1, int(cfg.get("judge_requests", 500)))
         self.free_slots = list(range(self.workers))
-        self.memory_cgroup = facts.get("cgroups", {}).get("memory")
+        # in a container: the container's own memory group counts the OOM kills of its limit
+        self.memory_cgroup = facts.get("cgroups", {}).get("memory") or cfg.get("oom_cgroup")
         self.oom_seen = _oom_kills(self.memory_cgroup) if self.memory_cgroup else -1
         self.pending: collections.deque[tuple[int, dict, dict[str, int]]] = collections.deque()
         self.jobs: dict[int, _Job] = {}  # pid -> job
@@ -886,13 +891,26 @@ class Server:
     def _emit(self, job: _Job, outcome: str, exit_status, duration: float, detail: str,
               exec_time=None, maxrss=None, from_record: int = 0) -> None:
         fds = [job.mem[name] for name in ("out", "err", "verdict") if name in job.mem]
-        self.channel.send({"op": "result", "seq": job.seq, "outcome": outcome,
-                           "exit_status": exit_status, "duration_s": duration, "detail": detail,
-                           "detail_offset": from_record, "exec_time_s": exec_time,
-                           "max_rss_kb": maxrss, "timeout_s": float(job.meta.get("timeout", 10.0)),
-                           "memory_mb": int(job.meta.get("memory_mb", 1024)),
-                           "fds": [name for name in ("out", "err", "verdict") if name in job.mem]},
-                          fds)
+        frame = {"op": "result", "seq": job.seq, "outcome": outcome,
+                 "exit_status": exit_status, "duration_s": duration, "detail": detail,
+                 "detail_offset": from_record, "exec_time_s": exec_time,
+                 "max_rss_kb": maxrss, "timeout_s": float(job.meta.get("timeout", 10.0)),
+                 "memory_mb": int(job.meta.get("memory_mb", 1024)),
+                 "fds": [name for name in ("out", "err", "verdict") if name in job.mem]}
+        limit = int(self.cfg.get("inline_limit") or 0)
+        if limit:  # a caller that cannot receive descriptors (gVisor): the bytes, capped
+            inline = {}
+            for name in frame["fds"]:
+                fd = job.mem[name]
+                start = from_record if name == "verdict" else 0
+                inline[name] = (os.pread(fd, 2000 if name == "verdict" else limit, start),
+                                max(0, os.fstat(fd).st_size - start))
+            frame["fds"], frame["inline"], frame["detail_offset"] = [], inline, 0
+            if "verdict" in inline and from_record:
+                frame["detail"] = inline["verdict"][0].decode("utf-8", "replace")
+            self.channel.send(frame)
+        else:
+            self.channel.send(frame, fds)
         for fd in [*fds, job.setup_fd]:
             if fd >= 0:
                 os.close(fd)
@@ -990,9 +1008,12 @@ def main() -> int:
     import ctypes
 
     cfg = json.loads(sys.argv[1])
-    channel = _Channel(int(cfg["ctl_fd"]))
+    channel = _Channel(_control_fd(cfg))
     libc = ctypes.CDLL(None, use_errno=True)
     facts = _setup_namespaces(cfg, libc)
+    facts["container"] = bool(cfg.get("container"))
+    # a container's task image keeps its packages outside site-packages (this server runs -S)
+    sys.path.extend(p for p in cfg.get("sys_path") or [] if p not in sys.path)
     _setup_cgroups(cfg, facts)
     slots: list = []
     scratch = ""
@@ -1051,6 +1072,18 @@ def main() -> int:
             sys.modules["_sandbox_mounts"].remove_tree(scratch)
         _leave_cgroups(facts.get("cgroups", {}))
     return 0
+
+
+def _control_fd(cfg: dict) -> int:
+    """The caller's socket: an inherited descriptor (``ctl_fd``, the ``local`` backend) or a
+    ``SOCK_SEQPACKET`` socket path to connect to (``ctl_path``: the ``docker`` backend, whose
+    caller listens on a socket bind-mounted into the container)."""
+    path = cfg.get("ctl_path")
+    if not path:
+        return int(cfg["ctl_fd"])
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+    sock.connect(path)
+    return sock.detach()
 
 
 def _default_scratch_parent() -> str:

@@ -34,7 +34,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Protocol
 
 from .base import Executor
 from .types import (
@@ -52,6 +52,16 @@ __all__ = ["LocalExecutor"]
 LOGGER = logging.getLogger(__name__)
 _SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "forkserver.py")
 _FDS_SPACE = socket.CMSG_SPACE(8 * array.array("i").itemsize)
+
+
+class ServerProcess(Protocol):
+    """What the executor needs of the fork server's process (a :class:`subprocess.Popen`)."""
+
+    def poll(self) -> int | None: ...
+
+    def kill(self) -> None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
 
 
 def _memfd(name: str, data: bytes) -> int:
@@ -167,13 +177,12 @@ class LocalExecutor(Executor):
         self.workers = workers
         self.min_isolation = IsolationLevel.parse(min_isolation)
         self.output_limit = int(output_limit)
+        self._recv_size = 65536 + 2 * self.output_limit  # room for inline output (gVisor)
         self._lock = threading.Lock()
         self._next_seq = 0
         self._closed = False
         self.facts: dict = {}
         self._audit_hook = bool(audit_hook)
-        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self._sock = mine
         cfg = {
             "workers": workers, "drop_uid": bool(drop_uid), "uid_base": int(uid_base),
             "netns": bool(netns), "mountns": bool(mountns), "landlock": bool(landlock),
@@ -185,29 +194,44 @@ class LocalExecutor(Executor):
             "preload": list(preload) if preload is not None else None,
             "cgroups": bool(cgroups), "cgroup_memory_mb": cgroup_memory_mb,
             "limits": {"processes": processes, "open_files": open_files, "file_size_mb": file_size_mb},
-            "ctl_fd": theirs.fileno(),
         }
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
-        try:
-            self._proc = subprocess.Popen(
-                [python or sys.executable, "-I", "-S", "-B", _SERVER, json.dumps(cfg)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=None,
-                env=env, close_fds=True, pass_fds=(theirs.fileno(),), cwd="/")
-        finally:
-            theirs.close()
+        self._proc, self._sock = self._start_server(cfg, python, start_timeout)
         hello = self._receive(timeout=start_timeout)
         if hello is None or hello[0].get("op") != "hello":
             self._kill()
-            raise ExecutorClosedError("the local fork server did not start (no hello message)")
+            raise ExecutorClosedError(f"the {self.name} fork server did not start (no hello message)")
         self._isolation = IsolationLevel.parse(hello[0]["isolation"])
         self.facts = hello[0].get("facts", {})
-        LOGGER.info("local executor: %d workers, isolation=%s, mechanisms=%s", workers,
+        LOGGER.info("%s executor: %d workers, isolation=%s, mechanisms=%s", self.name, workers,
                     self._isolation, self.mechanisms)
         if self._isolation < self.min_isolation:
             self.close()  # orderly: the server removes its scratch directory and cgroups
             raise IsolationUnavailableError(self._explain_shortfall())
 
     # ------------------------------------------------------------------------------ helpers
+    def _start_server(self, cfg: dict, python: str | None,
+                      start_timeout: float) -> tuple["ServerProcess", socket.socket]:
+        """Start the fork server with ``cfg``; return its process handle and our socket end.
+
+        This backend passes one end of a socket pair as ``ctl_fd``. Subclasses that run the
+        server elsewhere (the ``docker`` backend: inside a container) override this; the handle
+        only needs ``poll``, ``kill`` and ``wait`` like :class:`subprocess.Popen`.
+        """
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        cfg = {**cfg, "ctl_fd": theirs.fileno()}
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+        try:
+            proc = subprocess.Popen(
+                [python or sys.executable, "-I", "-S", "-B", _SERVER, json.dumps(cfg)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=None,
+                env=env, close_fds=True, pass_fds=(theirs.fileno(),), cwd="/")
+        except BaseException:
+            mine.close()
+            raise
+        finally:
+            theirs.close()
+        return proc, mine
+
     @property
     def mechanisms(self) -> dict[str, object]:
         """Which isolation mechanisms are active (for reports and ``min_isolation`` errors)."""
@@ -253,7 +277,8 @@ class LocalExecutor(Executor):
             if not select.select([self._sock], [], [], timeout)[0]:
                 return None
         try:
-            data, anc, _flags, _addr = self._sock.recvmsg(65536, _FDS_SPACE, socket.MSG_CMSG_CLOEXEC)
+            data, anc, _flags, _addr = self._sock.recvmsg(self._recv_size, _FDS_SPACE,
+                                                          socket.MSG_CMSG_CLOEXEC)
         except OSError:
             return None
         fds: list[int] = []
@@ -299,6 +324,10 @@ class LocalExecutor(Executor):
     @property
     def isolation(self) -> IsolationLevel:
         return self._isolation
+
+    def alive(self) -> bool:
+        """Whether the fork server still runs (tests check that hostile samples cannot kill it)."""
+        return not self._closed and self._proc.poll() is None
 
     # ------------------------------------------------------------------------------ run
     def run(self, requests: Iterable[ExecRequest]) -> Iterator[ExecResult]:
@@ -392,6 +421,11 @@ class LocalExecutor(Executor):
     def _to_result(self, req: ExecRequest, frame: dict, fds: dict[str, int]) -> ExecResult:
         stdout, out_cut = _read_memfd(fds["out"], 0, self.output_limit) if "out" in fds else ("", False)
         stderr, err_cut = _read_memfd(fds["err"], 0, self.output_limit) if "err" in fds else ("", False)
+        inline = frame.get("inline") or {}  # a server that cannot pass descriptors (gVisor)
+        if "out" in inline:
+            stdout, out_cut = inline["out"][0].decode("utf-8", "replace"), inline["out"][1] > self.output_limit
+        if "err" in inline:
+            stderr, err_cut = inline["err"][0].decode("utf-8", "replace"), inline["err"][1] > self.output_limit
         detail = frame["detail"]
         if frame.get("detail_offset") and "verdict" in fds:
             detail = _read_memfd(fds["verdict"], int(frame["detail_offset"]), 2000)[0]

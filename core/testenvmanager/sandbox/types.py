@@ -223,7 +223,9 @@ class ExecResult:
     not report). ``stdout``/``stderr`` are decoded (UTF-8, replacement) and capped.
     ``timeout_s``/``memory_mb`` are the limits actually applied. ``node`` names the machine that
     graded the request when a backend dispatches to several (``dask``: the worker's name);
-    empty for backends that grade on this machine.
+    empty for backends that grade on this machine. ``runtime`` names the container runtime of
+    backends that use one (``runc``, or ``runsc``: gVisor's user-space kernel, a tier beside the
+    ordered levels: it has its own system-call implementation but no Landlock).
     """
 
     id: str
@@ -243,6 +245,12 @@ class ExecResult:
     max_rss_kb: int | None = None
     grading: GradingTier = GradingTier.IN_PROCESS
     node: str = ""
+    runtime: str = ""
+
+    @property
+    def isolation_label(self) -> str:
+        """The isolation level, with ``+gvisor`` when the request ran under gVisor."""
+        return str(self.isolation) + ("+gvisor" if self.runtime == "runsc" else "")
 
     @property
     def passed(self) -> bool:

@@ -1,0 +1,53 @@
+"""How the tests reach the project's Docker engine: the explicit socket of
+``.ci/docker-engine.sh`` (:data:`DEFAULT_DOCKER_HOST`), and the locally built base image.
+
+:func:`require_docker` skips the calling test with a visible reason only when the engine cannot
+be run here (no root); with root, a missing engine is started by the project's script and a
+missing base image is built (once, about a minute), so CI and a fresh machine run the tests, and
+an engine that still does not answer is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from core.testenvmanager.sandbox.images import BASE_IMAGE, DEFAULT_DOCKER_HOST, ImageError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@functools.lru_cache(maxsize=1)
+def _prepare() -> str:
+    """'' when the engine answers and the base image exists, else the reason it cannot."""
+    from core.testenvmanager.sandbox.images import build_base_image, connect
+
+    try:
+        client = connect(DEFAULT_DOCKER_HOST, timeout=10)
+    except ImageError:
+        subprocess.run(["bash", str(ROOT / ".ci" / "docker-engine.sh")], check=False)
+        try:
+            client = connect(DEFAULT_DOCKER_HOST, timeout=10)
+        except ImageError as exc:
+            return str(exc)
+    try:
+        build_base_image(client)
+    except ImageError as exc:
+        return f"cannot build {BASE_IMAGE}: {exc}"
+    finally:
+        client.close()
+    return ""
+
+
+def require_docker() -> None:
+    """Skip (with the reason) without root; with root, fail unless the Docker engine answers
+    and the base image is there (CI and a fresh machine must run these tests)."""
+    if os.geteuid() != 0:
+        pytest.skip("the docker backend tests need root (to run the Docker engine)")
+    reason = _prepare()
+    if reason:
+        pytest.fail(f"the docker backend cannot run although this is root: {reason}")

@@ -1,0 +1,261 @@
+"""The ``docker`` backend beyond the shared conformance suites (which run against it from
+``conftest.BACKENDS``): container lock-down, outcome mapping, images, leftovers.
+
+Real Docker engine (``.ci/docker-engine.sh``), real containers and images; skipped with the
+reason only where the engine cannot run (no root).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from core.testenvmanager.sandbox import ExecRequest, IsolationLevel, Outcome, get_executor
+from core.testenvmanager.sandbox.images import (BASE_IMAGE, CONTAINER_USER, DEFAULT_DOCKER_HOST,
+                                                LABEL, ImageError, connect, sweep, task_image)
+
+from .conftest import CHECK_ADD, GOOD_PROGRAM, run_one
+from .docker_env import require_docker
+
+ROOT = Path(__file__).resolve().parents[2]
+NUMPY = {"numpy": "numpy"}
+
+
+@pytest.fixture(scope="module")
+def client():
+    require_docker()
+    cl = connect(DEFAULT_DOCKER_HOST)
+    yield cl
+    cl.close()
+
+
+@pytest.fixture(scope="module")
+def warm(client):
+    with get_executor("docker", workers=2, docker_host=DEFAULT_DOCKER_HOST) as ex:
+        yield ex
+
+
+def _ours(client) -> list:
+    """Running or stopped containers labelled as owned by this test process."""
+    owner = f"io.ianvs.owner={os.uname().nodename}:{os.getpid()}"
+    return client.containers.list(all=True, filters={"label": owner})
+
+
+def test_warm_containers_are_locked_down(client, warm) -> None:
+    (server,) = warm._pools[BASE_IMAGE]
+    cfg = client.api.inspect_container(server.container.id)
+    host = cfg["HostConfig"]
+    assert host["NetworkMode"] == "none" and list(cfg["NetworkSettings"]["Networks"]) == ["none"]
+    assert host["ReadonlyRootfs"] is True
+    assert host["CapDrop"] == ["ALL"] and not host.get("CapAdd")
+    assert "no-new-privileges" in host["SecurityOpt"]
+    assert cfg["Config"]["User"] == CONTAINER_USER and not CONTAINER_USER.startswith("0")
+    assert host["PidsLimit"] and host["PidsLimit"] > 0
+    assert host["Memory"] == host["MemorySwap"] == (2 * 1024 + 256) << 20
+    assert host["NanoCpus"] == 2 * 10**9
+    assert set(host["Tmpfs"]) == {"/tmp", "/dev/shm"}
+    assert not host.get("Privileged") and cfg["Config"]["Labels"][LABEL] == "1"
+    mounts = {m["Destination"]: m for m in cfg["Mounts"]}
+    assert mounts["/opt/ianvs/harness"]["RW"] is False
+    # the control socket is gone once the server is connected: nothing inside can reach it
+    assert os.listdir(mounts["/run/ianvs"]["Source"]) == []
+
+
+def test_sample_runs_as_the_non_root_user_without_capabilities(warm) -> None:
+    probe = ("def probe():\n    import os\n"
+             "    caps = [l for l in open('/proc/self/status') if l.startswith('CapEff')]\n"
+             "    return os.getuid() == 10001 and caps == ['CapEff:\\t0000000000000000\\n']\n")
+    res = run_one(warm, program=probe, test="def check(c):\n    assert c()\n", entry_point="probe",
+                  grading="in_process")
+    # /proc may be refused by the walls; then the uid check alone must hold
+    if res.outcome is Outcome.SANDBOX_VIOLATION:
+        res = run_one(warm, program="def probe():\n    import os\n    return os.getuid() == 10001\n",
+                      test="def check(c):\n    assert c()\n", entry_point="probe")
+    assert res.passed, res.detail
+
+
+def test_isolation_is_kernel_with_the_container_walls(warm) -> None:
+    assert warm.isolation >= IsolationLevel.KERNEL, warm.facts.get("notes")
+    assert warm.facts["landlock_abi"] > 0 and warm.facts["seccomp"]
+    assert warm.facts["container"] is True
+
+
+def test_container_oom_kill_is_memory_exceeded(client) -> None:
+    """The container's memory limit (200 MB) is below the sample's own limit (1 GB): the
+    container's OOM killer stops the sample, graded ``memory_exceeded``; the server lives."""
+    hog = ("import mmap\nbufs = []\nfor _ in range(30):\n    m = mmap.mmap(-1, 20 << 20)\n"
+           "    m.write(b'x' * (20 << 20))\n    bufs.append(m)\n" + GOOD_PROGRAM)
+    with get_executor("docker", workers=1, container_memory_mb=200) as ex:
+        res = run_one(ex, program=hog, test=CHECK_ADD, entry_point="add", memory_mb=1024, timeout=20)
+        assert res.outcome is Outcome.MEMORY_EXCEEDED, (res.outcome, res.detail)
+        assert ex.alive()
+        assert run_one(ex, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add").passed
+
+
+def test_fresh_container_per_sample(client) -> None:
+    before = {c.id for c in _ours(client)}
+    with get_executor("docker", workers=2, fresh_container=True) as ex:
+        reqs = [ExecRequest(id=f"f{i}", program="import os\nprint(os.uname().nodename)\n" + GOOD_PROGRAM,
+                            test=CHECK_ADD, entry_point="add") for i in range(4)]
+        loop = ExecRequest(id="loop", program="while True:\n    pass\n", test=CHECK_ADD,
+                           entry_point="add", timeout=1.0)
+        results = {r.id: r for r in ex.run([*reqs, loop])}
+    assert all(results[f"f{i}"].passed for i in range(4)), [r.detail for r in results.values()]
+    # the host name of a container is its id: four samples, four containers
+    assert len({results[f"f{i}"].stdout for i in range(4)}) == 4
+    assert results["loop"].outcome is Outcome.TIMEOUT
+    time.sleep(1.0)
+    assert {c.id for c in _ours(client)} <= before, "fresh containers were left behind"
+
+
+def test_unknown_image_is_one_clear_error_before_anything_runs(client) -> None:
+    with pytest.raises(ImageError, match="no-such-image:1.*does not exist.*ianvs sandbox image build"):
+        get_executor("docker", image="no-such-image:1")
+
+
+def test_unknown_run_env_of_a_request_is_infra_error(warm) -> None:
+    res = run_one(warm, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add",
+                  metadata={"run_env": "no-such-image:2"})
+    assert res.outcome is Outcome.INFRA_ERROR and "no-such-image:2" in res.detail
+
+
+def test_task_image_with_numpy_is_cached_by_content(client, warm) -> None:
+    first = time.monotonic()
+    tag = task_image(client, BASE_IMAGE, NUMPY)
+    again = task_image(client, BASE_IMAGE, NUMPY)
+    assert tag == again and tag.startswith("ianvs-sandbox/task:")
+    labels = client.images.get(tag).labels
+    assert labels[LABEL] == "1" and labels["io.ianvs.kind"] == "task"
+    assert time.monotonic() - first < 120
+    prog = "import numpy as np\ndef add(a, b):\n    return int(np.add(a, b))\n"
+    res = run_one(warm, program=prog, test=CHECK_ADD, entry_point="add",
+                  metadata={"packages": NUMPY})
+    assert res.passed, res.detail
+    plain = run_one(warm, program=prog, test=CHECK_ADD, entry_point="add")
+    assert plain.outcome is Outcome.ERROR and "numpy" in plain.detail  # not in the base image
+
+
+def test_unknown_package_is_a_clear_error(client) -> None:
+    with pytest.raises(ImageError, match="ianvs-no-such-package-0xdead"):
+        task_image(client, BASE_IMAGE, {"nosuch": "ianvs-no-such-package-0xdead"})
+
+
+def test_packages_are_not_installable_at_test_time(warm) -> None:
+    """No network inside: pip cannot reach any index (and the sample cannot start it)."""
+    prog = ("def add(a, b):\n    import socket\n    s = socket.socket()\n    s.settimeout(2)\n"
+            "    try:\n        s.connect(('127.0.0.1', 9))\n    except OSError:\n        pass\n"
+            "    import urllib.request\n    try:\n"
+            "        urllib.request.urlopen('http://localhost:9/', timeout=2)\n"
+            "    except OSError:\n        return a + b\n    return -1\n")
+    assert run_one(warm, program=prog, test=CHECK_ADD, entry_point="add").passed
+
+
+SCRIPT = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {root!r})
+    from core.testenvmanager.sandbox import ExecRequest, get_executor
+    ex = get_executor("docker", workers=1)
+    req = ExecRequest(id="long", program="import time\\ntime.sleep(60)\\n", test="x = 1\\n",
+                      mode="script", timeout=60)
+    print("running", flush=True)
+    list(ex.run([req]))
+""")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_no_container_is_left_after_a_crash_or_ctrl_c(client, tmp_path, sig) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT.format(root=str(ROOT))],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"running"
+        owner = f"io.ianvs.owner={os.uname().nodename}:{proc.pid}"
+        assert client.containers.list(filters={"label": owner}), "its container is not running"
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while client.containers.list(all=True, filters={"label": owner}):
+            assert time.monotonic() < deadline, "the container outlived ianvs"
+            time.sleep(0.2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for c in client.containers.list(all=True, filters={"label": f"io.ianvs.owner={os.uname().nodename}:{proc.pid}"}):
+            c.remove(force=True)
+
+
+def test_sweep_removes_labelled_leftovers(client) -> None:
+    left = client.containers.create(BASE_IMAGE, ["sleep", "60"], network_mode="none",
+                                    labels={LABEL: "1", "io.ianvs.owner": "gone-host:1"})
+    try:
+        counts = sweep(client, owner_alive=lambda labels: labels.get("io.ianvs.owner") != "gone-host:1")
+        assert counts["containers"] >= 1
+        assert not client.containers.list(all=True, filters={"id": left.id})
+    finally:
+        try:
+            left.remove(force=True)
+        except Exception:  # noqa: BLE001 - already swept
+            pass
+
+
+def test_sandbox_sweep_cli(client) -> None:
+    res = subprocess.run([sys.executable, "-m", "core.cmd.benchmarking", "sandbox", "sweep"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.startswith("removed "), res.stderr
+
+
+def test_gvisor_runtime_is_reported(client) -> None:
+    if "runsc" not in client.info().get("Runtimes", {}):
+        pytest.skip("the engine has no runsc runtime (Debian's runsc package is not installed)")
+    with get_executor("docker", workers=1, runtime="runsc") as ex:
+        res = run_one(ex, program="print('hi')\n" + GOOD_PROGRAM, test=CHECK_ADD, entry_point="add")
+    assert res.passed and res.runtime == "runsc" and res.stdout == "hi\n", res
+    assert res.isolation_label.endswith("+gvisor")
+
+
+def test_fresh_container_that_stops_answering_is_removed_at_the_timeout(client) -> None:
+    """A frozen container (``docker pause`` right after its server said hello, so not even the
+    in-container deadline can fire): the executor removes it at timeout + grace and grades the
+    request ``timeout``; nothing is left behind."""
+    with get_executor("docker", workers=1, fresh_container=True) as ex:
+        start_server = ex._server
+        frozen: list = []
+
+        def paused(tag: str, workers: int | None = None):
+            server = start_server(tag, workers)
+            server.container.pause()
+            frozen.append(server.container.id)
+            return server
+
+        ex._server = paused  # type: ignore[method-assign]
+        started = time.monotonic()
+        res = run_one(ex, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add", timeout=1.0)
+        elapsed = time.monotonic() - started
+    assert res.outcome is Outcome.TIMEOUT and "killed at the timeout" in res.detail, res
+    assert 2.5 < elapsed < 15, elapsed
+    assert frozen and not client.containers.list(all=True, filters={"id": frozen[0]})
+
+
+def test_pool_of_several_warm_containers_and_replacement_of_a_dead_one(client) -> None:
+    """``pool_size`` containers serve one batch together; a warm container killed from outside
+    is replaced and the next batch still passes (never a sample's fault)."""
+    probe = "import os\nNODE = os.uname().nodename\nprint(NODE)\n" + GOOD_PROGRAM
+    with get_executor("docker", workers=1, pool_size=2) as ex:
+        reqs = [ExecRequest(id=f"p{i}", program=probe, test=CHECK_ADD, entry_point="add")
+                for i in range(6)]
+        first = {r.id: r for r in ex.run(reqs)}
+        assert all(r.passed for r in first.values())
+        assert len({r.stdout for r in first.values()}) == 2  # both containers served
+        victim = ex._pools[BASE_IMAGE][0].container
+        victim.kill()
+        again = {r.id: r for r in ex.run(reqs)}
+        assert all(r.passed for r in again.values()), [r.detail for r in again.values()]
+        assert victim.short_id not in {r.stdout.strip()[:12] for r in again.values()}
+        assert ex.alive()
