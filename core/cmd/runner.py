@@ -41,6 +41,10 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
     any model is loaded).
     """
     samples = job.testenv.dataset.check_test_split()
+    if job.testenv.task_kind:
+        from core.scenarios import check_records
+
+        check_records(job.testenv.task_kind, job.testenv.dataset)
     check_metrics(job.testenv.metrics)
     logger.info("test set: %d sample(s) in %s", samples, job.testenv.dataset.test.path)
     cases = build_testcases(list(job.algorithms), job.workspace, job.name, fresh=fresh)

@@ -9,6 +9,7 @@ Schema (top-level key ``testenv``)::
           url: ./op_eval.py                         # optional
           k: [1, 10]                                # extra keys: keyword arguments of the metric
       sandbox: {backend: local, timeout: 10}        # extension: settings for code-executing metrics
+      task_kind: comment                            # extension: records follow this kind's schema
       model_eval: {...}; incremental_rounds: 2; round: 1; client_number: 1; use_gpu: false
 
 Keys of other paradigms are kept in :attr:`TestEnvConfig.extra` and reported as unknown.
@@ -24,7 +25,7 @@ from core.common.errors import ConfigError
 from core.testenvmanager.dataset.dataset import DatasetConfig, parse_dataset_section
 
 KNOWN_KEYS = ("dataset", "metrics", "model_eval", "incremental_rounds", "round",
-              "client_number", "use_gpu", "sandbox")
+              "client_number", "use_gpu", "sandbox", "task_kind")
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class TestEnvConfig:
     client_number: int = 1
     use_gpu: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    task_kind: str | None = None
 
 
 #: sandbox keys the code-executing metrics read themselves; every other key is a backend option
@@ -111,6 +113,15 @@ def load_testenv(path: Path, warnings: list[str] | None = None) -> TestEnvConfig
         params = {k: v for k, v in msec.data.items() if k not in ("name", "url")}
         metrics.append(MetricSpec(name, url, params, path, msec.line()))
     rounds = sec.get("incremental_rounds", int, 2)
+    task_kind = sec.get("task_kind", str, None, allow_none=True)
+    if task_kind is not None:
+        from core.common.errors import IanvsError
+        from core.scenarios import get_kind
+
+        try:
+            get_kind(task_kind)
+        except IanvsError as exc:
+            raise sec.error("task_kind", exc.message, hint=exc.hint) from None
     return TestEnvConfig(
         source=path, dataset=dataset, metrics=tuple(metrics),
         sandbox=_sandbox_settings(sec.section("sandbox", {})),
@@ -118,4 +129,5 @@ def load_testenv(path: Path, warnings: list[str] | None = None) -> TestEnvConfig
         incremental_rounds=rounds, round=sec.get("round", int, 1),
         client_number=sec.get("client_number", int, 1),
         use_gpu=sec.get("use_gpu", bool, False),
-        extra={k: v for k, v in sec.data.items() if k not in KNOWN_KEYS})
+        extra={k: v for k, v in sec.data.items() if k not in KNOWN_KEYS},
+        task_kind=task_kind)
