@@ -58,7 +58,7 @@ def reject_unknown(record: Mapping[str, Any], allowed: set[str], source: str | N
     """DatasetError for the first field outside ``allowed`` (typos are not silently kept)."""
     unknown = sorted(set(record) - allowed)
     if unknown:
-        raise DatasetError(f"unknown field {where}{unknown[0]!r}", source=source, line=line,
+        raise DatasetError(f"unknown field '{where}{unknown[0]}'", source=source, line=line,
                            hint=f"allowed fields: {', '.join(sorted(allowed))}; put anything "
                                 "else under 'metadata'")
 

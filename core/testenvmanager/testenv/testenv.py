@@ -10,6 +10,7 @@ Schema (top-level key ``testenv``)::
           k: [1, 10]                                # extra keys: keyword arguments of the metric
       sandbox: {backend: local, timeout: 10}        # extension: settings for code-executing metrics
       task_kind: comment                            # extension: records follow this kind's schema
+                                                    # ({name, url} for a kind in a plugin file)
       model_eval: {...}; incremental_rounds: 2; round: 1; client_number: 1; use_gpu: false
 
 Keys of other paradigms are kept in :attr:`TestEnvConfig.extra` and reported as unknown.
@@ -94,6 +95,31 @@ def _sandbox_settings(sec: Section) -> dict[str, Any]:
     return data
 
 
+def _task_kind(sec: Section, path: Path) -> str | None:
+    """``task_kind: name`` or ``task_kind: {name, url}`` (a plugin file registering a kind that
+    is not built in); the kind must be registered once the url is loaded."""
+    from core.common.errors import IanvsError
+    from core.common.plugin_loader import load_plugin
+    from core.scenarios import get_kind
+
+    if not sec.has("task_kind") or sec.data.get("task_kind") is None:
+        return None
+    if isinstance(sec.data.get("task_kind"), dict):
+        ksec = sec.section("task_kind")
+        name = ksec.get("name", str)
+        url_raw = ksec.get("url", str, None, allow_none=True)
+        if url_raw:
+            load_plugin(require_file(url_raw, path, "task kind file", ksec, "url"))
+        where = "task_kind.name"
+    else:
+        name, where = sec.get("task_kind", str), "task_kind"
+    try:
+        get_kind(name)
+    except IanvsError as exc:
+        raise sec.error(where.split(".")[0], f"{exc.message}", hint=exc.hint) from None
+    return str(name)
+
+
 def load_testenv(path: Path, warnings: list[str] | None = None) -> TestEnvConfig:
     """Load and validate a testenv YAML file.
 
@@ -113,15 +139,7 @@ def load_testenv(path: Path, warnings: list[str] | None = None) -> TestEnvConfig
         params = {k: v for k, v in msec.data.items() if k not in ("name", "url")}
         metrics.append(MetricSpec(name, url, params, path, msec.line()))
     rounds = sec.get("incremental_rounds", int, 2)
-    task_kind = sec.get("task_kind", str, None, allow_none=True)
-    if task_kind is not None:
-        from core.common.errors import IanvsError
-        from core.scenarios import get_kind
-
-        try:
-            get_kind(task_kind)
-        except IanvsError as exc:
-            raise sec.error("task_kind", exc.message, hint=exc.hint) from None
+    task_kind = _task_kind(sec, path)
     return TestEnvConfig(
         source=path, dataset=dataset, metrics=tuple(metrics),
         sandbox=_sandbox_settings(sec.section("sandbox", {})),
