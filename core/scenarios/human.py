@@ -195,8 +195,9 @@ def import_ratings(job: Any, ratings: Path) -> int:
         if missing:
             raise DatasetError(f"column {missing[0]!r} is missing", source=ratings, line=1,
                                hint=f"the header must be {','.join(SHEET_COLUMNS)}")
+        end = reader.line_num  # physical lines read so far (a field may span several)
         for row in reader:
-            line = reader.line_num
+            line, end = end + 1, reader.line_num  # the line where this record starts
             value = (row.get("rating") or "").strip()
             if value == "":
                 continue
