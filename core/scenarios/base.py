@@ -63,6 +63,28 @@ def reject_unknown(record: Mapping[str, Any], allowed: set[str], source: str | N
                                 "else under 'metadata'")
 
 
+def require_object(record: Any, source: str | None, line: int | None) -> Mapping[str, Any]:
+    """``record`` itself if it is a JSON object, else a DatasetError."""
+    if not isinstance(record, Mapping):
+        raise DatasetError("record is not a JSON object", source=source, line=line)
+    return record
+
+
+def finish_record(rec: dict[str, Any], record: Mapping[str, Any], prefix: str,
+                  source: str | None, line: int | None) -> dict[str, Any]:
+    """Add the common optional fields to a checked record: ``metadata`` (an object, default
+    ``{}``) and ``id`` (a non-empty string, default :func:`content_id` with ``prefix``)."""
+    metadata = record.get("metadata", {})
+    if not isinstance(metadata, Mapping):
+        raise DatasetError("field 'metadata' must be an object", source=source, line=line)
+    rec["metadata"] = dict(metadata)
+    ident = record.get("id")
+    if ident is not None and (not isinstance(ident, str) or not ident):
+        raise DatasetError("field 'id' must be a non-empty string", source=source, line=line)
+    rec["id"] = ident or content_id(rec, prefix)
+    return rec
+
+
 MetricFn = Callable[..., Any]
 
 

@@ -78,15 +78,17 @@ def export_sheet(job: Any, out_dir: Path, seed: int = 0) -> int:
         IanvsError: the job has no task kind or no finished test case.
     """
     kind = get_kind(_task_kind_of(job))
-    records = {}
-    for record in kind.read(job.testenv.dataset.test.path):
+    records: dict[str, dict[str, Any]] = {}
+    test = job.testenv.dataset.parse("test", "inference")  # JSONL or metadata.json layouts
+    for line, raw in test.numbered_records():
+        record = kind.validate(raw, source=str(test.path), line=line)
         records[record["id"]] = record
     items: list[dict[str, Any]] = []
     for case_dir in _case_dirs(job):
         for task_id, pred in _predictions(case_dir).items():
-            record = records.get(task_id)
-            if record is None:
+            if task_id not in records:
                 continue
+            record = records[task_id]
             view = kind.judge_view(record)
             for sample in pred.get("samples", []):
                 if sample.get("error"):

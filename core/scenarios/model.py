@@ -10,7 +10,8 @@ Hyperparameters are those of :class:`~core.generation.codegen_model.CodegenModel
 (``generator``, ``mode``, decoding settings, generator options), with two differences:
 ``mode`` defaults to ``chat`` (the kind's prompt templates become the chat messages; in
 ``complete`` mode their text is the prompt), and the gold controls are the kind's own:
-``generator: reference`` (the reference answer of each record) and ``generator: broken``
+``generator: reference`` (the reference answer of each record, served by the ``canonical``
+generator) and ``generator: broken``
 (``variant: unrelated`` or ``empty``; see :mod:`core.scenarios.controls`). Generations are
 cached and resumable exactly as for codegen (``generations.jsonl`` in the test case folder).
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import core.scenarios.controls  # noqa: F401 - registers reference_text / broken_text
+import core.scenarios.controls  # noqa: F401 - registers broken_text
 from core.generation import create_generator
 from core.generation.base import Generator
 from core.generation.codegen_model import CodegenModel
@@ -27,14 +28,13 @@ from core.generation.types import DecodingSettings, GenerationRequest
 from core.scenarios import get_kind
 from core.scenarios.base import TaskKind
 
-CONTROL_ALIASES = {"reference": "reference_text", "broken": "broken_text"}
+CONTROL_ALIASES = {"reference": "canonical", "broken": "broken_text"}
 
 
 class TaskKindModel(CodegenModel):
     """A generator answering the records of task kind :attr:`kind` (module docstring)."""
 
     kind: str = ""
-    PER_WINDOW_GENERATORS = ("reference_text",)
 
     @classmethod
     def _parse(cls, hyperparameters: Mapping[str, Any]  # type: ignore[override]
@@ -43,12 +43,6 @@ class TaskKindModel(CodegenModel):
         name = str(params.get("generator", "embedded"))
         params["generator"] = CONTROL_ALIASES.get(name, name)
         params.setdefault("mode", get_kind(cls.kind).default_mode)
-        if params["generator"] == "reference_text":
-            # its only parameter (solutions) is filled from the records, never from YAML
-            rest = {k: v for k, v in params.items() if k != "generator"}
-            generator, mode, decoding, _ = CodegenModel._parse({"generator": "canonical",
-                                                                **rest})
-            return "reference_text", mode, decoding, {}
         return CodegenModel._parse(params)
 
     @property
@@ -56,13 +50,13 @@ class TaskKindModel(CodegenModel):
         return get_kind(self.kind)
 
     def _make_generator(self, records: Sequence[dict[str, Any]]) -> Generator:
-        if self.generator_name == "reference_text":
+        if self.generator_name == "canonical" and "dataset_path" not in self.generator_params:
             kind = self.task_kind
             solutions = {}
             for record in records:
                 rec = kind.validate(record)
                 solutions[rec["id"]] = kind.reference(rec)
-            return create_generator("reference_text", solutions=solutions)
+            return create_generator("canonical", solutions=solutions)
         return super()._make_generator(records)
 
     def _requests(self, records: Sequence[dict[str, Any]]) -> list[GenerationRequest]:

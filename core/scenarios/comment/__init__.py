@@ -21,8 +21,8 @@ from typing import Any
 
 from core.common.class_factory import ClassFactory
 from core.common.errors import DatasetError
-from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, content_id, judged_metrics,
-                                 reject_unknown, require_str)
+from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, finish_record, judged_metrics,
+                                 reject_unknown, require_object, require_str)
 from core.scenarios.comment import prompts
 from core.scenarios.comment.annotate import Annotation, render_annotations
 from core.generation.extract import fenced_blocks
@@ -45,9 +45,7 @@ class CommentKind(TaskKind):
 
     def validate(self, record: Mapping[str, Any], source: str | None = None,
                  line: int | None = None) -> dict[str, Any]:
-        if not isinstance(record, Mapping):
-            raise DatasetError("record is not a JSON object", source=source, line=line)
-        reject_unknown(record, FIELDS, source, line)
+        reject_unknown(require_object(record, source, line), FIELDS, source, line)
         description = require_str(record, "description", source, line)
         code = require_str(record, "code_snippet", source, line, allow_empty=False)
         anns = record.get("annotations")
@@ -69,16 +67,8 @@ class CommentKind(TaskKind):
                                    f"(1..{n_lines}), got {number!r}", source=source, line=line)
             text = require_str(ann, "annotation", source, line, where, allow_empty=False)
             checked.append({"line_number": number, "annotation": text})
-        metadata = record.get("metadata", {})
-        if not isinstance(metadata, Mapping):
-            raise DatasetError("field 'metadata' must be an object", source=source, line=line)
-        rec = {"description": description, "code_snippet": code, "annotations": checked,
-               "metadata": dict(metadata)}
-        ident = record.get("id")
-        if ident is not None and (not isinstance(ident, str) or not ident):
-            raise DatasetError("field 'id' must be a non-empty string", source=source, line=line)
-        rec["id"] = ident or content_id(rec, "comment")
-        return rec
+        rec = {"description": description, "code_snippet": code, "annotations": checked}
+        return finish_record(rec, record, "comment", source, line)
 
     def messages(self, record: Mapping[str, Any]) -> list[dict[str, str]]:
         code = record["code_snippet"]

@@ -53,7 +53,7 @@ def _parse(source: str) -> ast.Module | None:
 
 def _docstring_nodes(tree: ast.AST) -> list[tuple[ast.AST, ast.Expr]]:
     """(owner, docstring expression) for every module/class/function docstring."""
-    found = []
+    found: list[tuple[ast.AST, ast.Expr]] = []
     for node in ast.walk(tree):
         if isinstance(node, _DOC_OWNERS) and node.body:
             first = node.body[0]
@@ -178,9 +178,9 @@ def _row_map(commented: str, tree_c: ast.Module, base: str, tree_b: ast.Module,
     stripped_c = _without_docstrings(tree_c)
     stripped_b = _without_docstrings(tree_b)
     for nc, nb in zip(ast.walk(stripped_c), ast.walk(stripped_b)):
-        rc, rb = getattr(nc, "lineno", None), getattr(nb, "lineno", None)
-        if rc is not None and rb is not None:
-            mapping.setdefault(rc, rb)
+        line_c, line_b = getattr(nc, "lineno", None), getattr(nb, "lineno", None)
+        if isinstance(line_c, int) and isinstance(line_b, int):
+            mapping.setdefault(line_c, line_b)
     return mapping
 
 

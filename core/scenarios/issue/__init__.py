@@ -23,8 +23,8 @@ from typing import Any
 
 from core.common.class_factory import ClassFactory
 from core.common.errors import DatasetError
-from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, content_id, judged_metrics,
-                                 reject_unknown, require_str)
+from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, finish_record, judged_metrics,
+                                 reject_unknown, require_object, require_str)
 from core.scenarios.issue import prompts
 
 PERSON_FIELDS = ("user_login", "created_at", "updated_at")
@@ -66,9 +66,7 @@ class IssueKind(TaskKind):
 
     def validate(self, record: Mapping[str, Any], source: str | None = None,
                  line: int | None = None) -> dict[str, Any]:
-        if not isinstance(record, Mapping):
-            raise DatasetError("record is not a JSON object", source=source, line=line)
-        if "query" in record and "question" not in record:
+        if "query" in require_object(record, source, line) and "question" not in record:
             record = _from_upstream(record, source, line)
         answer_keys = sorted((int(m.group(1)), k) for k in record
                              if (m := _ANSWER_KEY.match(k)))
@@ -93,15 +91,7 @@ class IssueKind(TaskKind):
                         for name in PERSON_FIELDS}
             rec[key]["body"] = require_str(answer, "body", source, line, f"{key}.",
                                            allow_empty=False)
-        metadata = record.get("metadata", {})
-        if not isinstance(metadata, Mapping):
-            raise DatasetError("field 'metadata' must be an object", source=source, line=line)
-        rec["metadata"] = dict(metadata)
-        ident = record.get("id")
-        if ident is not None and (not isinstance(ident, str) or not ident):
-            raise DatasetError("field 'id' must be a non-empty string", source=source, line=line)
-        rec["id"] = ident or content_id(rec, "issue")
-        return rec
+        return finish_record(rec, record, "issue", source, line)
 
     def messages(self, record: Mapping[str, Any]) -> list[dict[str, str]]:
         body = record.get("body") or ""
