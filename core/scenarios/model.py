@@ -11,8 +11,8 @@ Hyperparameters are those of :class:`~core.generation.codegen_model.CodegenModel
 ``mode`` defaults to ``chat`` (the kind's prompt templates become the chat messages; in
 ``complete`` mode their text is the prompt), and the gold controls are the kind's own:
 ``generator: reference`` (the reference answer of each record, served by the ``canonical``
-generator) and ``generator: broken``
-(``variant: unrelated`` or ``empty``; see :mod:`core.scenarios.controls`). Generations are
+generator, whose raw output is that answer) and ``generator: broken`` (default ``variant:
+unrelated``, a fixed unrelated text; ``empty``: nothing; see :mod:`core.generation.reference`). Generations are
 cached and resumable exactly as for codegen (``generations.jsonl`` in the test case folder).
 """
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import core.scenarios.controls  # noqa: F401 - registers broken_text
 from core.generation import create_generator
 from core.generation.base import Generator
 from core.generation.codegen_model import CodegenModel
@@ -28,7 +27,7 @@ from core.generation.types import DecodingSettings, GenerationRequest
 from core.scenarios import get_kind
 from core.scenarios.base import TaskKind
 
-CONTROL_ALIASES = {"reference": "canonical", "broken": "broken_text"}
+CONTROL_ALIASES = {"reference": "canonical"}
 
 
 class TaskKindModel(CodegenModel):
@@ -43,6 +42,8 @@ class TaskKindModel(CodegenModel):
         name = str(params.get("generator", "embedded"))
         params["generator"] = CONTROL_ALIASES.get(name, name)
         params.setdefault("mode", get_kind(cls.kind).default_mode)
+        if params["generator"] == "broken":
+            params.setdefault("variant", "unrelated")
         return CodegenModel._parse(params)
 
     @property
