@@ -221,7 +221,13 @@ def run_judge(kind: TaskKind, y_pred: Any, context: Any, generator: str = "embed
     return out
 
 
-def judge_columns(kind_name: str, pairwise: bool = True, rubric: str | None = None) -> list[str]:
+def judge_columns(kind_name: str, pairwise: bool = True, rubric: str | None = None,
+                  generator: str = "embedded") -> list[str]:
+    """The judge's columns; checks the rubric file and the judge generator's name on the way
+    (``ianvs validate`` calls this without running anything)."""
+    from core.generation import generator_parameters
+
+    generator_parameters(generator)  # RegistryError (with suggestions) for an unknown name
     rub = load_rubric(Path(rubric) if rubric else RUBRIC_DIR / f"{kind_name}.yaml")
     cols = ["judge_score", *(f"judge_{d}" for d in rub.dimensions), "judge_accept_rate"]
     if pairwise:
@@ -248,7 +254,8 @@ def make_judge_metric(kind_name: str) -> Any:
             raise ConfigError(f"llm_judge: {exc}") from exc
 
     llm_judge.columns = (lambda generator="embedded", generator_options=None, rubric=None,  # type: ignore[attr-defined]
-                         pairwise=True, max_tokens=48: judge_columns(kind_name, pairwise, rubric))
+                         pairwise=True, max_tokens=48: judge_columns(kind_name, pairwise, rubric,
+                                                                     generator))
     llm_judge.__qualname__ = f"llm_judge_{kind_name}"
     # one registry identity per kind, so two kinds' plugin files may both register llm_judge
     llm_judge.__module__ = f"{__name__}.{kind_name}"

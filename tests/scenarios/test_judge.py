@@ -101,3 +101,13 @@ def test_consistent_pairwise_verdicts_are_not_disagreements(tmp_path: Path) -> N
         else None
     assert out is not None and out["judge_parse_failures"] == 6
     assert out["judge_win_rate"] != out["judge_win_rate"]  # NaN: no verdict parsed
+
+
+def test_validate_checks_the_judge_settings(scenario_job, tmp_path: Path) -> None:
+    from tests.runner.conftest import run_cli
+
+    judge = ('    - name: "llm_judge"\n      url: "./metrics.py"\n      generator: "embeded"\n')
+    job = scenario_job("issue", ["reference"], judge=judge)
+    res = run_cli("validate", "-f", str(job), cwd=tmp_path)
+    assert res.returncode == 1
+    assert "unknown generator 'embeded'" in res.stdout and "did you mean 'embedded'" in res.stdout
