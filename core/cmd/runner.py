@@ -42,6 +42,10 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
     any model is loaded).
     """
     samples = job.testenv.dataset.check_test_split()
+    if job.testenv.task_kind:
+        from core.scenarios import check_records
+
+        check_records(job.testenv.task_kind, job.testenv.dataset)
     check_metrics(job.testenv.metrics)
     connect_early(job.testenv.sandbox, job.testenv.source)
     _check_code_records(job)

@@ -99,6 +99,10 @@ def validate_job(path: Path) -> tuple[list[str], list[str]]:
                             f"by any testenv metric ({hint})")
     try:
         job.testenv.dataset.check_test_split()
+        if job.testenv.task_kind:
+            from core.scenarios import check_records
+
+            check_records(job.testenv.task_kind, job.testenv.dataset)
     except IanvsError as exc:
         problems.append(str(exc))
     return problems, list(job.warnings)

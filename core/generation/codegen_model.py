@@ -49,6 +49,9 @@ CACHE_FILE = "generations.jsonl"
 class CodegenModel:
     """Ianvs basemodel generating code for codegen records (see module docstring)."""
 
+    #: generators whose answers come from the records themselves (rebuilt for every window)
+    PER_WINDOW_GENERATORS: tuple[str, ...] = ("canonical",)
+
     def __init__(self, **hyperparameters: Any) -> None:
         (self.generator_name, self.mode, self.decoding,
          self.generator_params) = self._parse(hyperparameters)
@@ -104,6 +107,12 @@ class CodegenModel:
                                             for r in records if "canonical_solution" in r})
         return create_generator(self.generator_name, **params)
 
+    def _requests(self, records: Sequence[dict[str, Any]]) -> list[GenerationRequest]:
+        """One request per record (subclasses for other task kinds render them differently)."""
+        return [GenerationRequest(task_id=str(r["task_id"]), prompt=str(r["prompt"]),
+                                  entry_point=r.get("entry_point"), mode=self.mode,
+                                  decoding=self.decoding) for r in records]
+
     def _write_identity(self, folder: Path) -> None:
         """``model.json`` in the test case folder: the generator's identity (no secrets: see
         :meth:`Generator.describe`), the mode and the decoding settings, for reports."""
@@ -128,16 +137,14 @@ class CodegenModel:
             raise ConfigError("CodegenModel.predict needs the framework's context",
                               hint="run it through 'ianvs -f'")
         records: list[dict[str, Any]] = list(context.records)
-        per_window = self.generator_name == "canonical" and "dataset_path" not in \
+        per_window = self.generator_name in self.PER_WINDOW_GENERATORS and "dataset_path" not in \
             self.generator_params  # its solutions come from the records of each window
         if self._generator is None or per_window:
             first = self._generator is None
             self._generator = self._make_generator(records)
             if first:  # the identity does not change from window to window
                 self._write_identity(Path(context.workspace))
-        requests = [GenerationRequest(task_id=str(r["task_id"]), prompt=str(r["prompt"]),
-                                      entry_point=r.get("entry_point"), mode=self.mode,
-                                      decoding=self.decoding) for r in records]
+        requests = self._requests(records)
         position = {req.task_id: i for i, req in enumerate(requests)}
         expected = {req.task_id: len(req.sample_indices) for req in requests}
         got: dict[str, list[Generation]] = defaultdict(list)

@@ -8,7 +8,9 @@ score pass@1 = 1.0 and ``broken`` pass@1 = 0.0 on any correct dataset.
   fails every test that calls the function, including tests expecting ``None``;
 * ``none``: ``return None`` — fails unless a test only checks ``None`` results
   (HumanEval has none such);
-* ``syntax``: a body that does not compile — exercises the syntax-error path.
+* ``syntax``: a body that does not compile — exercises the syntax-error path;
+* ``unrelated`` / ``empty``: a fixed text unrelated to any task, or nothing — the broken
+  control of the comment and issue kinds (scored on the raw output).
 """
 from __future__ import annotations
 
@@ -27,6 +29,10 @@ BROKEN_BODIES: dict[str, str] = {
     "raise": '    raise NotImplementedError("broken reference solution")\n',
     "none": "    return None\n",
     "syntax": "    return (\n",
+    # for the text-scored kinds (comment, issue), whose answer is the raw output
+    "unrelated": ("The quarterly weather report: light rain in the morning, clearing by noon, "
+                  "with temperatures around twelve degrees and a gentle breeze from the west.\n"),
+    "empty": "",
 }
 
 

@@ -30,7 +30,8 @@ def test_results_carry_backend_isolation_and_limits(backend) -> None:
     res = run_one(backend, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add", timeout=2.5,
                   memory_mb=300)
     assert res.passed and res.exit_status == 0
-    assert res.backend == backend.name and res.isolation is backend.isolation
+    # a dispatching backend names what graded on the node too (dask: "dask:local")
+    assert res.backend.split(":")[0] == backend.name and res.isolation is backend.isolation
     assert res.timeout_s == 2.5 and res.memory_mb == 300
     assert res.exec_time_s is not None and 0 <= res.exec_time_s <= res.duration_s
 

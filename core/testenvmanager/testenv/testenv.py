@@ -9,6 +9,8 @@ Schema (top-level key ``testenv``)::
           url: ./op_eval.py                         # optional
           k: [1, 10]                                # extra keys: keyword arguments of the metric
       sandbox: {backend: local, timeout: 10}        # extension: settings for code-executing metrics
+      task_kind: comment                            # extension: records follow this kind's schema
+                                                    # ({name, url} for a kind in a plugin file)
       model_eval: {...}; incremental_rounds: 2; round: 1; client_number: 1; use_gpu: false
 
 Keys of other paradigms are kept in :attr:`TestEnvConfig.extra` and reported as unknown.
@@ -27,7 +29,7 @@ from core.testenvmanager.dataset.dataset import DatasetConfig, parse_dataset_sec
 logger = logging.getLogger(__name__)
 
 KNOWN_KEYS = ("dataset", "metrics", "model_eval", "incremental_rounds", "round",
-              "client_number", "use_gpu", "sandbox")
+              "client_number", "use_gpu", "sandbox", "task_kind")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class TestEnvConfig:
     client_number: int = 1
     use_gpu: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    task_kind: str | None = None
 
 
 #: sandbox keys the code-executing metrics read themselves; every other key is a backend option
@@ -126,6 +129,31 @@ def _sandbox_settings(sec: Section) -> dict[str, Any]:
     return {**data, **options}
 
 
+def _task_kind(sec: Section, path: Path) -> str | None:
+    """``task_kind: name`` or ``task_kind: {name, url}`` (a plugin file registering a kind that
+    is not built in); the kind must be registered once the url is loaded."""
+    from core.common.errors import IanvsError
+    from core.common.plugin_loader import load_plugin
+    from core.scenarios import get_kind
+
+    if not sec.has("task_kind") or sec.data.get("task_kind") is None:
+        return None
+    if isinstance(sec.data.get("task_kind"), dict):
+        ksec = sec.section("task_kind")
+        name = ksec.get("name", str)
+        url_raw = ksec.get("url", str, None, allow_none=True)
+        if url_raw:
+            load_plugin(require_file(url_raw, path, "task kind file", ksec, "url"))
+        where = "task_kind.name"
+    else:
+        name, where = sec.get("task_kind", str), "task_kind"
+    try:
+        get_kind(name)
+    except IanvsError as exc:
+        raise sec.error(where.split(".")[0], f"{exc.message}", hint=exc.hint) from None
+    return str(name)
+
+
 def load_testenv(path: Path, warnings: list[str] | None = None) -> TestEnvConfig:
     """Load and validate a testenv YAML file.
 
@@ -145,6 +173,7 @@ def load_testenv(path: Path, warnings: list[str] | None = None) -> TestEnvConfig
         params = {k: v for k, v in msec.data.items() if k not in ("name", "url")}
         metrics.append(MetricSpec(name, url, params, path, msec.line()))
     rounds = sec.get("incremental_rounds", int, 2)
+    task_kind = _task_kind(sec, path)
     return TestEnvConfig(
         source=path, dataset=dataset, metrics=tuple(metrics),
         sandbox=_sandbox_settings(sec.section("sandbox", {})),
@@ -152,4 +181,5 @@ def load_testenv(path: Path, warnings: list[str] | None = None) -> TestEnvConfig
         incremental_rounds=rounds, round=sec.get("round", int, 1),
         client_number=sec.get("client_number", int, 1),
         use_gpu=sec.get("use_gpu", bool, False),
-        extra={k: v for k, v in sec.data.items() if k not in KNOWN_KEYS})
+        extra={k: v for k, v in sec.data.items() if k not in KNOWN_KEYS},
+        task_kind=task_kind)

@@ -1,0 +1,84 @@
+"""CLI of the comment and issue scenarios.
+
+* ``ianvs dataset comments --from <dir|sdist> -o out.jsonl``: comment records from a codebase;
+* ``ianvs dataset issues --from <export.json|faq dir|sdist> -o out.jsonl``: issue records;
+* ``ianvs judge export -f job.yaml -o sheet/``: a finished run's answers as a rating sheet;
+* ``ianvs judge import -f job.yaml sheet/ratings.csv``: human ratings back into the run.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_dataset_parsers(sub: Any) -> None:
+    """The ``comments`` and ``issues`` subcommands of ``ianvs dataset``."""
+    com = sub.add_parser("comments", help="comment records from a documented Python codebase")
+    com.add_argument("--from", dest="source", required=True, type=Path,
+                     help="a folder or a source archive (sdist) of Python files")
+    com.add_argument("-o", "--output", required=True, type=Path)
+    com.add_argument("--limit", type=int, help="keep at most N records (evenly spaced)")
+    com.add_argument("--min-lines", type=int, default=5)
+    com.add_argument("--max-lines", type=int, default=40)
+    com.add_argument("--license", default="unknown", help="licence of the codebase (recorded)")
+    com.add_argument("--source-name", default="", help="name recorded in ids and provenance")
+    iss = sub.add_parser("issues", help="issue records from a GitHub export or FAQ documents")
+    iss.add_argument("--from", dest="source", required=True, type=Path,
+                     help="a GitHub REST export (.json) or a folder/sdist with faq/ documents")
+    iss.add_argument("-o", "--output", required=True, type=Path)
+    iss.add_argument("--limit", type=int, help="keep at most N records (evenly spaced)")
+    iss.add_argument("--license", default="unknown", help="licence of the texts (recorded)")
+    iss.add_argument("--source-name", default="", help="name recorded in ids and provenance")
+
+
+def run_dataset(args: argparse.Namespace) -> int | None:
+    """Build the dataset named by ``args.kind``; None when it is not one of ours."""
+    from core.scenarios.comment.builder import (CommentBuildOptions, build_comment_records,
+                                                write_records)
+
+    if args.kind == "comments":
+        records = build_comment_records(args.source, CommentBuildOptions(
+            args.source_name, args.license, args.limit, args.min_lines, args.max_lines))
+    elif args.kind == "issues":
+        from core.scenarios.issue.builder import build_issue_records
+
+        records = build_issue_records(args.source, args.license, args.source_name)
+        if args.limit is not None and len(records) > args.limit:
+            step = len(records) / args.limit
+            records = [records[int(i * step)] for i in range(args.limit)]
+    else:
+        return None
+    count = write_records(records, args.output)
+    print(f"wrote {count} records to {args.output}")
+    return 0
+
+
+def judge_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ianvs judge",
+                                     description="Human judgment of a finished run.")
+    sub = parser.add_subparsers(dest="action", required=True)
+    exp = sub.add_parser("export", help="write a rating sheet (CSV + offline HTML page)")
+    exp.add_argument("-f", "--benchmarking_config_file", required=True, type=Path)
+    exp.add_argument("-o", "--output", required=True, type=Path, help="folder for the sheet")
+    exp.add_argument("--seed", type=int, default=0, help="shuffle seed of the items")
+    imp = sub.add_parser("import", help="read ratings back into the run's test cases")
+    imp.add_argument("-f", "--benchmarking_config_file", required=True, type=Path)
+    imp.add_argument("ratings", type=Path, help="the filled-in ratings CSV")
+    return parser
+
+
+def run_judge(args: argparse.Namespace) -> int:
+    from core.cmd.job import load_job
+    from core.scenarios.human import export_sheet, import_ratings
+
+    job = load_job(args.benchmarking_config_file)
+    if args.action == "export":
+        count = export_sheet(job, args.output, seed=args.seed)
+        print(f"wrote {count} items to {args.output / 'ratings.csv'} and "
+              f"{args.output / 'index.html'}")
+        return 0
+    done = import_ratings(job, args.ratings)
+    print(f"imported {done} ratings; run 'ianvs -f {args.benchmarking_config_file}' again to "
+          "put human_acc and judge_kappa on the leaderboard (nothing is regenerated)")
+    return 0

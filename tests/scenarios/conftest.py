@@ -1,0 +1,51 @@
+"""Copies of the comment and issue example jobs in a temporary folder."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "examples" / "smart_coding" / "smart_coding_learning_bench"
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def scenario_job(tmp_path: Path):
+    """``make(kind, generators=[...], test_index=None, judge=True)``: a copy of the example
+    job with the generator list, test set and judge settings replaced; returns its job YAML."""
+
+    def make(kind: str, generators: list[str], test_index: str | Path | None = None,
+             judge: str | None = None) -> Path:
+        root = tmp_path / kind
+        if not root.exists():
+            shutil.copytree(BENCH / kind, root, ignore=shutil.ignore_patterns("workspace"))
+        alg = root / "testalgorithms" / "gen" / "gen_algorithm.yaml"
+        text = alg.read_text()
+        start = text.index("        - generator:")
+        end = text.index("        - max_tokens:")
+        alg.write_text(text[:start] + "        - generator:\n            values: "
+                       + json.dumps(generators) + "\n" + text[end:])
+        env = root / "testenv" / "testenv.yaml"
+        text = env.read_text()
+        if test_index is not None:
+            old = next(l for l in text.splitlines() if l.strip().startswith("test_index:"))
+            text = text.replace(old, f'    test_index: "{test_index}"')
+        if judge is not None:
+            start = text.index('    - name: "llm_judge"')
+            end = text.index('    - name: "human_judgment"')
+            text = text[:start] + judge + text[end:]
+        env.write_text(text)
+        return root / "benchmarkingjob.yaml"
+
+    return make
