@@ -72,6 +72,8 @@ class DaskExecutor(Executor):
     name = "dask"
     #: connect before any generation starts (the runner's preflight)
     connect_early = True
+    #: a batch's results come back together when the node returns the batch
+    streams_each_result = False
 
     @classmethod
     def check_options(cls, options: Mapping[str, Any], base_dir: Path | None = None
@@ -194,7 +196,8 @@ class DaskExecutor(Executor):
         reqs = list(requests)
         ids = [r.id for r in reqs]
         if len(set(ids)) != len(ids):
-            raise ValueError("request ids must be unique within one run")
+            dup = sorted({i for i in ids if ids.count(i) > 1})
+            raise ValueError(f"duplicate request ids {dup[:5]}: ids must be unique within one run")
         if not reqs:
             return
         todo = {r.id: r for r in reqs}

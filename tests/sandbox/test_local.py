@@ -65,7 +65,9 @@ def test_results_stream_in_completion_order(backend) -> None:
     first = next(stream)
     first_at = time.monotonic() - start
     rest = list(stream)
-    assert first.id == "fast" and first_at < 0.6
+    assert first.id == "fast"
+    if backend.streams_each_result:  # a batching backend returns both with their batch
+        assert first_at < 0.6
     assert [r.id for r in rest] == ["slow"]
 
 

@@ -34,6 +34,10 @@ class Executor(abc.ABC):
 
     #: registry name of the backend, copied into every result
     name: str = "abstract"
+    #: True when ``run`` yields each result as soon as its request finishes; a backend that
+    #: grades in batches (``dask``) yields a batch's results when the batch returns, still in
+    #: completion order between batches
+    streams_each_result: bool = True
 
     @property
     @abc.abstractmethod
