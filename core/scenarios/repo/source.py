@@ -1,7 +1,7 @@
 """Materialise a repository from a git directory/bundle, an sdist archive or a folder.
 
 The copy lives in a fresh directory the caller owns. Identity recorded per task: ``name``,
-``origin`` (what was given), ``commit`` (git only, else ``None``) and ``content_hash`` (sha256
+``origin`` (the file or directory name given; never a host path), ``commit`` (git only, else ``None``) and ``content_hash`` (sha256
 over the sorted relative paths and bytes of every file, ``.git`` excluded), so a dataset can be
 rebuilt and checked against the same tree.
 """
@@ -96,4 +96,4 @@ def materialise(spec: str, dest: Path, rev: str | None = None) -> RepoSource:
     else:
         raise RepoSourceError(f"--repo {spec}: expected a git directory, a .bundle, an sdist "
                               "(.tar.gz/.zip) or a folder")
-    return RepoSource(name=name, origin=str(spec), root=root, commit=commit, content_hash=content_hash(root))
+    return RepoSource(name=name, origin=src.name, root=root, commit=commit, content_hash=content_hash(root))
