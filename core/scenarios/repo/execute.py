@@ -42,6 +42,8 @@ import json, os, sys
 sys.dont_write_bytecode = True
 sys.path[:0] = [{view!r}, {site!r}]
 import pytest
+_CFG = next((os.path.join({view!r}, c) for c in ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+             if os.path.isfile(os.path.join({view!r}, c))), os.devnull)
 _R = {{}}
 class _Collect:
     def pytest_runtest_logreport(self, report):
@@ -50,7 +52,7 @@ class _Collect:
         elif report.when == "call" or (report.skipped and report.nodeid not in _R):
             _R.setdefault(report.nodeid, "skipped" if report.skipped else "passed")
 rc = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header", "-rN",
-                  "--rootdir", {view!r}, *{deselect!r}, "--", *[{view!r} + "/" + t for t in {tests!r}]], plugins=[_Collect()])
+                  "--rootdir", {view!r}, "-c", _CFG, "--confcutdir", {view!r}, *{deselect!r}, "--", *[{view!r} + "/" + t for t in {tests!r}]], plugins=[_Collect()])
 sys.stdout.write("\\n" + {mark!r} + json.dumps(_R) + "\\n")
 sys.stdout.flush()
 assert rc == 0, f"pytest exit status {{rc}}"

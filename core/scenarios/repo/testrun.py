@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["run_tests", "PLUGIN_SOURCE", "pytest_argv"]
+__all__ = ["run_tests", "PLUGIN_SOURCE", "pytest_argv", "config_file"]
 
 PLUGIN_SOURCE = '''
 import json, os
@@ -34,10 +34,20 @@ def pytest_sessionfinish(session, exitstatus):
 '''
 
 
-def pytest_argv(python: str, test_ids: list[str], extra: list[str] | None = None) -> list[str]:
-    """The pytest command line every repo run uses (no cache dir, the repo's addopts ignored)."""
+def config_file(root: Path) -> str:
+    """The repository's own pytest config file, or ``os.devnull`` (never one above ``root``)."""
+    for name in ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"):
+        if (root / name).is_file():
+            return str(root / name)
+    return os.devnull
+
+
+def pytest_argv(python: str, root: Path, test_ids: list[str], extra: list[str] | None = None) -> list[str]:
+    """The pytest command line every direct repo run uses: no cache dir, the repo's addopts
+    ignored, configuration and conftest lookup confined to ``root``."""
     return [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "ianvs_repo_report",
-            "-o", "addopts=", "--no-header", "-x" if False else "-rN", *(extra or []), "--", *test_ids]
+            "-o", "addopts=", "--no-header", "-rN", "--rootdir", str(root), "-c", config_file(root),
+            "--confcutdir", str(root), *(extra or []), "--", *test_ids]
 
 
 def run_tests(python: Path, root: Path, test_ids: list[str], timeout: float,
@@ -49,7 +59,7 @@ def run_tests(python: Path, root: Path, test_ids: list[str], timeout: float,
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "LANG": "C.UTF-8",
                "PYTHONPATH": f"{tmp}:{root}", "PYTHONDONTWRITEBYTECODE": "1",
                "IANVS_REPO_RESULTS": str(results), **(env_extra or {})}
-        proc = subprocess.Popen(pytest_argv(str(python), test_ids, extra), cwd=root, env=env,
+        proc = subprocess.Popen(pytest_argv(str(python), root, test_ids, extra), cwd=root, env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             proc.wait(timeout=timeout)
