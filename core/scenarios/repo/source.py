@@ -17,10 +17,12 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.common.errors import IanvsError
+
 __all__ = ["RepoSource", "materialise", "content_hash", "RepoSourceError"]
 
 
-class RepoSourceError(ValueError):
+class RepoSourceError(IanvsError):
     """The ``--repo`` argument is not a git directory/bundle, sdist or folder."""
 
 
