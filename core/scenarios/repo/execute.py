@@ -31,6 +31,7 @@ from core.scenarios.repo.env import RepoEnv, default_cache_dir
 from core.scenarios.repo.functions import FunctionSite, InjectionError, blank, find_functions, inject
 from core.scenarios.repo.view import make_view
 from core.testenvmanager.sandbox import ExecRequest, ExecResult, get_executor
+from core.testenvmanager.sandbox.types import ExecMode
 
 __all__ = ["Sample", "SampleResult", "run_samples", "site_of", "RESULT_MARK", "default_views_dir"]
 
@@ -135,7 +136,7 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
             tests = [*task["tests"]["fail_to_pass"], *task["tests"]["pass_to_pass"]]
             deselect = [f"--deselect={d}" for d in task["tests"].get("deselect", [])]
             program = _RUNNER.format(view=str(view), site=site, tests=tests, deselect=deselect, mark=RESULT_MARK)
-            requests.append(ExecRequest(id=s.sample_id, mode="script", program=program, test="",
+            requests.append(ExecRequest(id=s.sample_id, mode=ExecMode.SCRIPT, program=program, test="",
                                         timeout=timeout, memory_mb=2048))
         yield from early
         by_id = {s.sample_id: s for s in samples}

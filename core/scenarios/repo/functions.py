@@ -103,7 +103,7 @@ def blank(source: str, site: FunctionSite) -> str:
 _FENCE = re.compile(r"```[a-zA-Z0-9_+-]*\n(.*?)```", re.S)
 
 
-def _candidate_def(code: str, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef:
+def _candidate_def(code: str, name: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]:
     blocks = _FENCE.findall(code) or [code]
     for block in blocks:
         text = textwrap.dedent(block)
@@ -113,8 +113,7 @@ def _candidate_def(code: str, name: str) -> ast.FunctionDef | ast.AsyncFunctionD
             continue
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-                node._source = text  # type: ignore[attr-defined]
-                return node
+                return node, text
     raise InjectionError(f"the generated code has no parsable function named {name!r}")
 
 
@@ -124,8 +123,7 @@ def inject(source: str, site: FunctionSite, generated: str) -> str:
     A generated docstring is dropped (the file keeps its own). Raises :class:`InjectionError`
     when no function of that name parses or the spliced file does not compile.
     """
-    node = _candidate_def(generated, site.name)
-    text: str = node._source  # type: ignore[attr-defined]
+    node, text = _candidate_def(generated, site.name)
     body = node.body
     if ast.get_docstring(node) is not None and len(body) > 1:
         body = body[1:]
