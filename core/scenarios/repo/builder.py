@@ -110,7 +110,7 @@ def build(opts: BuildOptions) -> BuildReport:
         env = ensure_env(opts.requirements, opts.cache_dir, opts.env)
         extra = [f"--deselect={d}" for d in opts.deselect]
         LOG.info("baseline run with coverage contexts of %s", src.name)
-        outcomes, cov = measure(env.python, src.root, opts.suite_timeout, [*opts.test_paths, *extra])
+        outcomes, cov = measure(env.python, src.root, opts.suite_timeout, opts.test_paths, extra)
         passing = {t for t, o in outcomes.items() if o == "passed"}
         report.baseline_failures = sorted(t for t, o in outcomes.items() if o == "failed")
         LOG.info("baseline: %d passed, %d failed (excluded)", len(passing), len(report.baseline_failures))

@@ -2,8 +2,8 @@
 
 Results come from a tiny pytest plugin that writes ``{nodeid: outcome}`` as JSON (outcome is
 ``passed``, ``failed`` or ``skipped``; a failure in setup or teardown makes the test ``failed``).
-A run that exceeds ``timeout`` is killed (whole process group) and every requested test counts as
-``failed``, so a blanked body that loops forever is still a failing task, never a hang.
+A run that exceeds ``timeout`` is killed (whole process group) and every requested test node id counts
+as ``failed`` (a path argument is not a test and is never reported), so a blanked body that loops forever is still a failing task, never a hang.
 """
 
 from __future__ import annotations
@@ -66,14 +66,15 @@ def run_tests(python: Path, root: Path, test_ids: list[str], timeout: float,
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            return {t: "failed" for t in test_ids}
+            return {t: "failed" for t in test_ids if "::" in t}
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         if not results.exists():
-            return {t: "failed" for t in test_ids}
+            return {t: "failed" for t in test_ids if "::" in t}
         got: dict[str, str] = json.loads(results.read_text())
-        for t in test_ids:  # a requested test that never reported (collection error) failed
-            got.setdefault(t, "failed")
+        for t in test_ids:  # a requested test (not a path) that never reported failed
+            if "::" in t:
+                got.setdefault(t, "failed")
         return got

@@ -34,3 +34,13 @@ def test_cli_bad_repo_is_one_readable_line(tmp_path: Path, capsys) -> None:  # t
     rc = ianvs(["dataset", "repo", "--repo", str(tmp_path / "nope"), "-o", str(tmp_path / "t.jsonl")])
     err = capsys.readouterr().err
     assert rc == 1 and "no such file or directory" in err and "Traceback" not in err
+
+
+def test_build_with_test_paths_and_deselect(mini_repo: Path, repo_env: RepoEnv, tmp_path: Path) -> None:
+    out = tmp_path / "tasks.jsonl"
+    broken = "tests/test_core.py::test_broken_upstream"
+    report = build(BuildOptions(repo=str(mini_repo), output=out, env=repo_env.root,
+                                test_paths=["tests/test_core.py"], deselect=[broken], max_tasks=2))
+    tasks = [json.loads(line) for line in out.read_text().splitlines()]
+    assert report.baseline_failures == [] and report.kept == 2 and len(tasks) == 2
+    assert all(t["tests"]["deselect"] == [broken] for t in tasks)
