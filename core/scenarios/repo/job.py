@@ -55,10 +55,20 @@ def header_of(task: dict) -> str:
     return sig + "\n" + textwrap.indent(f'"""{doc}\n"""', "    ") + "\n"
 
 
-def prompt_of(task: dict) -> str:
-    """Complete-mode prompt: the bounded repository context, then the function header."""
+#: Context characters put in the prompt (the nearest ones): small models on shared CPUs spend
+#: most of their time reading the prompt.
+PROMPT_CONTEXT_CHARS = 1500
+
+
+def prompt_of(task: dict, context_chars: int = PROMPT_CONTEXT_CHARS) -> str:
+    """Complete-mode prompt: the nearest ``context_chars`` of the task's context (cut at a line
+    start), a ``# file:`` line, then the function header."""
+    context = task["context"]
+    if len(context) > context_chars:
+        context = context[-context_chars:]
+        context = context[context.find("\n") + 1:]
     where = f"# file: {task['file']}" + (f" (method of class {task['class_name']})" if task.get("class_name") else "")
-    return f"{task['context'].rstrip()}\n\n\n{where}\n{header_of(task)}"
+    return f"{context.rstrip()}\n\n\n{where}\n{header_of(task)}"
 
 
 def load_tasks(path: Path, limit: int | None) -> list[dict]:
@@ -82,12 +92,14 @@ def _generate(tasks: list[dict], generator: str, n: int) -> Iterator[tuple[dict,
     from core.generation.embedded import EmbeddedGenerator  # noqa: PLC0415 - heavy, optional
     from core.generation.types import DecodingSettings, GenerationRequest  # noqa: PLC0415
     by_id = {t["task_id"]: t for t in tasks}
-    decoding = DecodingSettings(n=n, max_tokens=384, temperature=0.0 if n == 1 else 0.8, seed=1234)
+    decoding = DecodingSettings(n=n, max_tokens=256, temperature=0.0 if n == 1 else 0.8, seed=1234)
     with EmbeddedGenerator(n_ctx=4096) as gen:
         reqs = [GenerationRequest(task_id=t["task_id"], prompt=prompt_of(t), mode="complete", decoding=decoding)
                 for t in tasks]
         for g in gen.generate(reqs):
             t = by_id[g.task_id]
+            LOG.info("generated %s#%d: %s tokens in %.1fs (%s)", g.task_id, g.sample_index,
+                     g.completion_tokens, g.latency_s, g.finish_reason or g.error)
             yield t, g.sample_index, header_of(t) + g.raw_output if g.ok else ""
 
 
