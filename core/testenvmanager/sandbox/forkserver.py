@@ -1024,7 +1024,8 @@ def main() -> int:
             scratch = "/tmp/ianvs-sandbox"
             cgroup_mounts = sorted({os.path.dirname(p) for p in facts["cgroups"].values()})
             mfacts = modules["mounts"].setup(scratch, cgroup_mounts,
-                                             hide_packages=bool(cfg.get("hide_packages", True)))
+                                             hide_packages=bool(cfg.get("hide_packages", True)),
+                                             expose=list(cfg.get("read_paths") or []))
             facts["notes"].extend(mfacts.pop("notes"))
             facts["mounts"] = mfacts
             if not mfacts["mountns"]:

@@ -151,12 +151,15 @@ def _package_dirs() -> list[str]:
     return sorted(p for p in found if p and os.path.isdir(p))
 
 
-def setup(scratch: str, keep_writable: list[str], hide_packages: bool = True) -> dict:
+def setup(scratch: str, keep_writable: list[str], hide_packages: bool = True,
+          expose: list[str] | None = None) -> dict:
     """Build the server's private view (see the module docstring); returns facts.
 
     ``scratch`` is where the fresh scratch tmpfs goes (created if missing; it stays writable),
     ``keep_writable`` lists mounts to leave writable besides it (cgroup directories in use).
-    Must run in a fresh mount namespace, before any child is forked.
+    Must run in a fresh mount namespace, before any child is forked. ``expose`` lists extra
+    read-only paths (the executor's ``read_paths``) that are bound back like the interpreter's
+    prefixes when they sit under a directory other users cannot search (``/root/...``).
     """
     notes: list[str] = []
     facts: dict = {"mountns": False, "private_tmp": [], "exposed_prefixes": [],
@@ -167,7 +170,8 @@ def setup(scratch: str, keep_writable: list[str], hide_packages: bool = True) ->
         notes.append(f"private mount namespace unavailable: {exc}")
         return facts
     facts["mountns"] = True
-    prefixes = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)})
+    prefixes = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *(expose or []))
+                       if os.path.isdir(p)})
     for path in ("/tmp", "/dev/shm", "/run", "/var/tmp", "/var/run"):
         if os.path.isdir(path) and not os.path.islink(path):
             try:

@@ -1,0 +1,80 @@
+"""Per-sample overhead of repo-task injection vs running the same tests directly.
+
+For the first ``--tasks`` tasks of the shipped toolz set, three ways to run each task's tests
+(FAIL_TO_PASS + PASS_TO_PASS) with the reference body:
+
+* ``direct``: one ``python -m pytest <tests>`` subprocess in the repository environment, on the
+  unmodified source tree (no view, no injection, no sandbox) -- the floor;
+* ``view``: only building the sample's hard-link view with the injected file (no test run);
+* ``sandbox``: the whole path a sample takes: AST injection, view, sandboxed pytest run.
+
+Each is run sequentially (one worker) so the figures are per sample; the sandbox is also run with
+two workers for throughput. Prints medians side by side and the ratio sandbox/direct.
+Usage: ``python benchmarks/repo_injection.py [--tasks 20]`` (from the repository root).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from core.scenarios.repo.env import ensure_env  # noqa: E402
+from core.scenarios.repo.execute import Sample, default_views_dir, run_samples  # noqa: E402
+from core.scenarios.repo.job import _reference_code, load_tasks  # noqa: E402
+from core.scenarios.repo.source import materialise  # noqa: E402
+from core.scenarios.repo.testrun import run_tests  # noqa: E402
+from core.scenarios.repo.view import make_view  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[1] / "examples/smart_coding/smart_coding_learning_bench/repo/data"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tasks", type=int, default=20)
+    args = parser.parse_args()
+    tasks = load_tasks(DATA / "toolz-tasks.jsonl", args.tasks)
+    base = default_views_dir()
+    base.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="bench-", dir=base))
+    try:
+        src = materialise(str(DATA / "toolz-1.0.0.tar.gz"), work / "src")
+        env = ensure_env([])
+        direct = []
+        for t in tasks:
+            start = time.perf_counter()
+            got = run_tests(env.python, src.root, [*t["tests"]["fail_to_pass"], *t["tests"]["pass_to_pass"]], 120)
+            direct.append(time.perf_counter() - start)
+            assert all(v == "passed" for v in got.values()), got
+        views = []
+        for i, t in enumerate(tasks):
+            start = time.perf_counter()
+            make_view(src.root, work / f"v{i}", {t["file"]: (src.root / t["file"]).read_text()})
+            views.append(time.perf_counter() - start)
+        figures = {}
+        for workers in (1, 2):
+            samples = [Sample(f"{t['task_id']}#{workers}", t, _reference_code(t)) for t in tasks]
+            start = time.perf_counter()
+            results = list(run_samples(samples, src.root, env, work / "views", workers=workers, timeout=120))
+            wall = time.perf_counter() - start
+            assert all(r.outcome == "passed" for r in results), [r.detail for r in results if r.outcome != "passed"]
+            figures[workers] = (wall / len(tasks), statistics.median(r.duration_s for r in results))
+        d = statistics.median(direct)
+        print(f"tasks={len(tasks)} (toolz 1.0.0; each sample runs its task's pytest selection)")
+        print(f"{'direct pytest subprocess, median s/sample':<52}{d:8.3f}")
+        print(f"{'hard-link view build, median s/sample':<52}{statistics.median(views):8.4f}")
+        print(f"{'sandbox (inject+view+run), 1 worker, wall s/sample':<52}{figures[1][0]:8.3f}   ratio vs direct {figures[1][0] / d:5.2f}")
+        print(f"{'sandbox run only (executor duration), median s':<52}{figures[1][1]:8.3f}")
+        print(f"{'sandbox, 2 workers, wall s/sample':<52}{figures[2][0]:8.3f}   ratio vs direct {figures[2][0] / d:5.2f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,14 @@
+"""The ``repo`` task kind: tasks reverse-engineered from a real repository and graded by its own tests.
+
+Modules (each small, each with one job):
+
+* :mod:`.source`     -- materialise a repository (git dir/bundle, sdist, folder); identity and content hash.
+* :mod:`.env`        -- a cached virtual environment per repository, pinned versions recorded.
+* :mod:`.functions`  -- AST facts: candidate functions, blanking and injection by AST position, context.
+* :mod:`.testrun`    -- run a repository's tests directly (pytest + junit XML) with timeouts.
+* :mod:`.coverage_map` -- per-test coverage contexts -> which tests cover which function.
+* :mod:`.builder`    -- ``ianvs dataset repo``: baseline, coverage, blank-and-verify, task records.
+* :mod:`.view`       -- copy-on-write (hard-link farm) view of the repository per sample.
+* :mod:`.execute`    -- run samples' injected code against the task's tests in the sandbox.
+* :mod:`.metrics`    -- pass@k, FAIL_TO_PASS / PASS_TO_PASS shares, outcome counts.
+"""

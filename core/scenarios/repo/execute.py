@@ -1,0 +1,163 @@
+"""Run samples of repo tasks: inject by AST position into a private view, run the task's tests in the sandbox.
+
+Per sample: a hard-link view (:mod:`.view`) with the task's file replaced by the injected version,
+then one sandbox request (``script`` mode, in-process grading) that puts the view and the
+repository environment's site-packages on ``sys.path`` and runs pytest on exactly the task's
+FAIL_TO_PASS + PASS_TO_PASS tests. The fork server is started with the environment's interpreter
+(``LocalExecutor(python=...)``) with that environment's packages readable (``hide_packages=False``)
+and the views directory as an extra read-only path. Views are removed after each result.
+
+The Python audit hook is off for these runs (``audit_hook=False``): repositories' own tests
+legitimately inspect traceback frames (``pytest.raises``), which the hook forbids; the hook is a
+diagnostic, not a wall -- namespaces, Landlock, seccomp, the dropped uid and rlimits still apply.
+
+The per-test outcomes a sample prints are informational (F2P/P2P shares); the pass/fail verdict is
+the sandbox outcome (the whole pytest run exits 0). Both come from the sample's own process (the
+repository code under test runs in the same interpreter as its tests), i.e. the ``in_process`` tier.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from core.common.errors import IanvsError
+from core.scenarios.repo.env import RepoEnv, default_cache_dir
+from core.scenarios.repo.functions import FunctionSite, InjectionError, blank, find_functions, inject
+from core.scenarios.repo.view import make_view
+from core.testenvmanager.sandbox import ExecRequest, ExecResult, get_executor
+from core.testenvmanager.sandbox.types import ExecMode
+
+__all__ = ["Sample", "SampleResult", "run_samples", "site_of", "RESULT_MARK", "default_views_dir"]
+
+
+def default_views_dir() -> Path:
+    """Where per-sample views go by default (next to the cached environments, outside /tmp)."""
+    return default_cache_dir().parent / "repo-views"
+
+LOG = logging.getLogger(__name__)
+
+RESULT_MARK = "@@ianvs-repo-results@@"
+
+#: Paths each sandboxed process sees as its own empty tmpfs: views placed there would be invisible.
+PRIVATE_IN_SANDBOX = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run")
+
+_RUNNER = '''
+import json, os, sys
+sys.dont_write_bytecode = True
+sys.path[:0] = [{view!r}, {site!r}]
+import pytest
+_CFG = next((os.path.join({view!r}, c) for c in ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+             if os.path.isfile(os.path.join({view!r}, c))), os.devnull)
+_R = {{}}
+class _Collect:
+    def pytest_runtest_logreport(self, report):
+        if report.failed:
+            _R[report.nodeid] = "failed"
+        elif report.when == "call" or (report.skipped and report.nodeid not in _R):
+            _R.setdefault(report.nodeid, "skipped" if report.skipped else "passed")
+rc = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header", "-rN",
+                  "--rootdir", {view!r}, "-c", _CFG, "--confcutdir", {view!r}, *{deselect!r}, "--", *[{view!r} + "/" + t for t in {tests!r}]], plugins=[_Collect()])
+sys.stdout.write("\\n" + {mark!r} + json.dumps(_R) + "\\n")
+sys.stdout.flush()
+assert rc == 0, f"pytest exit status {{rc}}"
+'''
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One sample: ``code`` is model output (a full def), or ``None`` for the blanked control."""
+    sample_id: str
+    task: dict
+    code: str | None
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    sample_id: str
+    task_id: str
+    outcome: str
+    tests: dict[str, str]
+    detail: str
+    duration_s: float
+
+
+def site_of(task: dict, text: str) -> FunctionSite:
+    """The task's function in ``text``, found by its recorded AST position (not by text)."""
+    pos = task["position"]
+    for site in find_functions(text):
+        if site.def_line == pos["def_line"] and site.qualname == task["qualname"]:
+            return site
+    raise InjectionError(f"{task['task_id']}: no function {task['qualname']} at line {pos['def_line']}")
+
+
+def _edited(task: dict, root: Path, code: str | None) -> str:
+    text = (root / task["file"]).read_text()
+    site = site_of(task, text)
+    if code is None:
+        return blank(text, site)
+    return inject(text, site, code)
+
+
+def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path,
+                workers: int = 2, timeout: float = 60.0, min_isolation: str = "kernel",
+                reference: bool = False, audit_hook: bool = False) -> Iterator[SampleResult]:
+    """Yield one :class:`SampleResult` per sample (completion order).
+
+    ``reference=True`` runs the file unchanged (the gold control; ``code`` is ignored).
+    A sample whose code cannot be injected is ``syntax_error`` without running anything.
+    """
+    views_dir = views_dir.resolve()
+    if any(views_dir == Path(p) or Path(p) in views_dir.parents for p in PRIVATE_IN_SANDBOX):
+        raise IanvsError(f"views directory {views_dir} is under a path the sandbox replaces with a private tmpfs",
+                         hint="use a directory outside /tmp, /var/tmp, /dev/shm and /run (default: the cache dir)")
+    views_dir.mkdir(parents=True, exist_ok=True)
+    site = env.site_packages()
+    requests: list[ExecRequest] = []
+    views: dict[str, Path] = {}
+    early: list[SampleResult] = []
+    tmp = Path(tempfile.mkdtemp(prefix="run-", dir=views_dir))
+    tmp.chmod(0o755)  # the sandbox's unprivileged uid reads the views (never writes them)
+    try:
+        for n, s in enumerate(samples):
+            task = s.task
+            try:
+                edits = {} if reference else {task["file"]: _edited(task, root, s.code)}
+            except InjectionError as exc:
+                early.append(SampleResult(s.sample_id, task["task_id"], "syntax_error", {}, str(exc), 0.0))
+                continue
+            view = make_view(root, tmp / f"v{n}", edits)
+            views[s.sample_id] = view
+            tests = [*task["tests"]["fail_to_pass"], *task["tests"]["pass_to_pass"]]
+            deselect = [f"--deselect={d}" for d in task["tests"].get("deselect", [])]
+            program = _RUNNER.format(view=str(view), site=site, tests=tests, deselect=deselect, mark=RESULT_MARK)
+            requests.append(ExecRequest(id=s.sample_id, mode=ExecMode.SCRIPT, program=program, test="",
+                                        timeout=timeout, memory_mb=2048))
+        yield from early
+        by_id = {s.sample_id: s for s in samples}
+        if not requests:
+            return
+        with get_executor("local", workers=workers, min_isolation=min_isolation, python=str(env.python),
+                          hide_packages=False, read_paths=[str(tmp), site], audit_hook=audit_hook) as ex:
+            for res in ex.run(requests):
+                yield _result(by_id[res.id], res)
+                shutil.rmtree(views.pop(res.id), ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _result(sample: Sample, res: ExecResult) -> SampleResult:
+    tests: dict[str, str] = {}
+    for line in (res.stdout or "").splitlines():
+        if line.startswith(RESULT_MARK):
+            try:
+                tests = json.loads(line[len(RESULT_MARK):])
+            except ValueError:
+                tests = {}
+    detail = (res.detail + "\n" + (res.stderr or "")[-500:]).strip()
+    return SampleResult(sample.sample_id, sample.task["task_id"], res.outcome.value, tests, detail, res.duration_s)

@@ -1,0 +1,101 @@
+"""Materialise a repository from a git directory/bundle, an sdist archive or a folder.
+
+The copy lives in a fresh directory the caller owns. Identity recorded per task: ``name``,
+``origin`` (the file or directory name given; never a host path), ``commit`` (git only, else ``None``) and ``content_hash`` (sha256
+over the sorted relative paths and bytes of every file, ``.git`` excluded), so a dataset can be
+rebuilt and checked against the same tree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.common.errors import IanvsError
+
+__all__ = ["RepoSource", "materialise", "content_hash", "RepoSourceError"]
+
+
+class RepoSourceError(IanvsError):
+    """The ``--repo`` argument is not a git directory/bundle, sdist or folder."""
+
+
+@dataclass(frozen=True)
+class RepoSource:
+    name: str
+    origin: str
+    root: Path
+    commit: str | None
+    content_hash: str
+
+    def identity(self) -> dict[str, str | None]:
+        return {"name": self.name, "origin": self.origin, "commit": self.commit,
+                "content_hash": self.content_hash}
+
+
+def content_hash(root: Path) -> str:
+    """sha256 over sorted (relative path, bytes) of all files under ``root`` except ``.git``."""
+    digest = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in (".git", "__pycache__"))
+        for fname in sorted(filenames):
+            path = Path(dirpath, fname)
+            if path.is_symlink() or path.suffix == ".pyc":
+                continue
+            digest.update(str(path.relative_to(root)).encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _git(*args: str, cwd: Path | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def materialise(spec: str, dest: Path, rev: str | None = None) -> RepoSource:
+    """Copy the repository named by ``spec`` into ``dest/<name>`` and describe it.
+
+    ``spec`` is a git work tree or bare dir (``rev`` or HEAD is checked out), a ``.bundle`` file,
+    an sdist (``.tar.gz``/``.tgz``/``.zip``; its single top directory becomes the root) or a
+    plain folder. Raises :class:`RepoSourceError` for anything else.
+    """
+    src = Path(spec).expanduser().resolve()
+    if not src.exists():
+        raise RepoSourceError(f"--repo {spec}: no such file or directory")
+    commit: str | None = None
+    is_git = src.suffix == ".bundle" or (src.is_dir() and ((src / ".git").exists() or (src / "HEAD").is_file()))
+    if is_git:
+        name = src.stem if src.suffix == ".bundle" else src.name.removesuffix(".git")
+        root = dest / name
+        _git("clone", "-q", str(src), str(root))
+        if rev:
+            _git("checkout", "-q", rev, cwd=root)
+        commit = _git("rev-parse", "HEAD", cwd=root)
+    elif src.is_file() and src.name.endswith((".tar.gz", ".tgz", ".zip")):
+        out = dest / "_extract"
+        out.mkdir(parents=True)
+        if src.suffix == ".zip":
+            with zipfile.ZipFile(src) as zf:
+                zf.extractall(out)
+        else:
+            with tarfile.open(src) as tf:
+                tf.extractall(out, filter="data")
+        tops = list(out.iterdir())
+        inner = tops[0] if len(tops) == 1 and tops[0].is_dir() else out
+        name = inner.name if inner is not out else src.name.split(".")[0]
+        root = dest / name
+        inner.rename(root)
+        shutil.rmtree(out, ignore_errors=True)
+    elif src.is_dir():
+        name = src.name
+        root = dest / name
+        shutil.copytree(src, root, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    else:
+        raise RepoSourceError(f"--repo {spec}: expected a git directory, a .bundle, an sdist "
+                              "(.tar.gz/.zip) or a folder")
+    return RepoSource(name=name, origin=src.name, root=root, commit=commit, content_hash=content_hash(root))
