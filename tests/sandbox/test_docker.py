@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -170,6 +171,10 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_no_container_is_left_after_a_crash_or_ctrl_c(client, tmp_path, sig) -> None:
+    def control_dirs() -> set[str]:
+        return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("ianvs-docker-ctl-")}
+
+    before = control_dirs()
     proc = subprocess.Popen([sys.executable, "-c", SCRIPT.format(root=str(ROOT))],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tmp_path)
     try:
@@ -183,6 +188,10 @@ def test_no_container_is_left_after_a_crash_or_ctrl_c(client, tmp_path, sig) -> 
         while client.containers.list(all=True, filters={"label": owner}):
             assert time.monotonic() < deadline, "the container outlived ianvs"
             time.sleep(0.2)
+        # its host-side control folder goes too: at once on Ctrl-C, at the next executor's
+        # start after SIGKILL (nothing runs in a killed process to remove it)
+        get_executor("docker", workers=1).close()
+        assert not control_dirs() - before
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -61,6 +61,36 @@ _HARNESS_IN = "/opt/ianvs/harness"
 _CTL_IN = "/run/ianvs"
 _GRACE = 2.0  # seconds past a request's timeout before fresh mode kills its container
 RUNTIMES = ("runc", "runsc")
+#: host-side folders holding a container's control socket: ``<tmp>/<prefix><owner pid>-<random>``
+_CTL_PREFIX = "ianvs-docker-ctl-"
+
+
+def _sweep_control_dirs() -> int:
+    """Remove control-socket folders of ``ianvs`` processes that died without closing their
+    executor (SIGKILL); returns how many. Folders of live processes are left alone."""
+    removed = 0
+    parent = tempfile.gettempdir()
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return 0
+    for name in names:
+        if not name.startswith(_CTL_PREFIX):
+            continue
+        pid = name[len(_CTL_PREFIX):].split("-", 1)[0]
+        if pid.isdigit():
+            try:
+                os.kill(int(pid), 0)
+                continue
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                continue
+        path = os.path.join(parent, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+    return removed
 
 
 def _owner_alive(labels: Mapping[str, str]) -> bool:
@@ -144,7 +174,7 @@ class _ContainerServer(LocalExecutor):
         import json
 
         uid, gid = (int(x) for x in CONTAINER_USER.split(":"))
-        self._ctl_dir = tempfile.mkdtemp(prefix="ianvs-docker-ctl-")
+        self._ctl_dir = tempfile.mkdtemp(prefix=f"{_CTL_PREFIX}{os.getpid()}-")
         os.chown(self._ctl_dir, uid, gid)
         path = os.path.join(self._ctl_dir, "ctl.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -321,6 +351,7 @@ class DockerExecutor(Executor):
         self._client = connect(docker_host)
         try:
             removed = sweep(self._client, owner_alive=_owner_alive)
+            _sweep_control_dirs()
             if removed["containers"]:
                 LOGGER.info("docker: removed %d container(s) left by dead runs", removed["containers"])
             runtimes = self._client.info().get("Runtimes", {})
