@@ -65,6 +65,17 @@ RUNTIMES = ("runc", "runsc")
 _CTL_PREFIX = "ianvs-docker-ctl-"
 
 
+def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (one we may not signal counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _sweep_control_dirs() -> int:
     """Remove control-socket folders of ``ianvs`` processes that died without closing their
     executor (SIGKILL); returns how many. Folders of live processes are left alone."""
@@ -78,14 +89,8 @@ def _sweep_control_dirs() -> int:
         if not name.startswith(_CTL_PREFIX):
             continue
         pid = name[len(_CTL_PREFIX):].split("-", 1)[0]
-        if pid.isdigit():
-            try:
-                os.kill(int(pid), 0)
-                continue
-            except ProcessLookupError:
-                pass
-            except PermissionError:
-                continue
+        if pid.isdigit() and _pid_alive(int(pid)):
+            continue
         path = os.path.join(parent, name)
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
@@ -100,15 +105,7 @@ def _owner_alive(labels: Mapping[str, str]) -> bool:
     host, _, pid = str(labels.get(OWNER_LABEL, "")).rpartition(":")
     if host and host != socket.gethostname():
         return True
-    if not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid.isdigit() and _pid_alive(int(pid))
 
 
 class _ContainerProcess:
@@ -351,9 +348,11 @@ class DockerExecutor(Executor):
         self._client = connect(docker_host)
         try:
             removed = sweep(self._client, owner_alive=_owner_alive)
-            _sweep_control_dirs()
             if removed["containers"]:
                 LOGGER.info("docker: removed %d container(s) left by dead runs", removed["containers"])
+            dirs = _sweep_control_dirs()
+            if dirs:
+                LOGGER.info("docker: removed %d control folder(s) left by dead runs", dirs)
             runtimes = self._client.info().get("Runtimes", {})
             if runtime not in runtimes:
                 raise ImageError(f"the Docker engine at {docker_host} has no runtime {runtime!r} "
