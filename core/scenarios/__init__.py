@@ -6,6 +6,7 @@ kind      package                                    what the model does
 codegen   :mod:`core.scenarios.codegen`              completes a function; unit tests decide
 comment   :mod:`core.scenarios.comment`              comments a function without changing it
 issue     :mod:`core.scenarios.issue`                answers a developer's issue
+repo      :mod:`core.scenarios.repo`                 writes a function inside a real repository
 ========= ========================================== =========================================
 
 Kinds live in the one registry (:class:`~core.common.class_factory.ClassFactory`, group
@@ -26,6 +27,7 @@ BUILTIN_KINDS: dict[str, str] = {
     "codegen": "core.scenarios.codegen:CodegenKind",
     "comment": "core.scenarios.comment:CommentKind",
     "issue": "core.scenarios.issue:IssueKind",
+    "repo": "core.scenarios.repo.kind:RepoKind",
 }
 
 for _alias, _target in BUILTIN_KINDS.items():

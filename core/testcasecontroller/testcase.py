@@ -185,7 +185,8 @@ def run_testcase(case: TestCase, testenv: TestEnvConfig, show_progress: bool = T
             predict_chunk_size=case.algorithm.predict_chunk_size,
             show_progress=show_progress))
         context = MetricContext(records=test.records, workspace=case.case_dir,
-                                sandbox=dict(testenv.sandbox), show_progress=show_progress)
+                                sandbox=dict(testenv.sandbox), show_progress=show_progress,
+                                config_dir=Path(testenv.source).parent)
         metrics: dict[str, Any] = {}
         y_pred = PlainPredictions(predictions)
         for spec, fn in metric_fns:

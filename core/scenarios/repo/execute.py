@@ -85,6 +85,7 @@ class SampleResult:
     tests: dict[str, str]
     detail: str
     duration_s: float
+    isolation: str = ""
 
 
 def site_of(task: dict, text: str) -> FunctionSite:
@@ -160,4 +161,5 @@ def _result(sample: Sample, res: ExecResult) -> SampleResult:
             except ValueError:
                 tests = {}
     detail = (res.detail + "\n" + (res.stderr or "")[-500:]).strip()
-    return SampleResult(sample.sample_id, sample.task["task_id"], res.outcome.value, tests, detail, res.duration_s)
+    return SampleResult(sample.sample_id, sample.task["task_id"], res.outcome.value, tests, detail, res.duration_s,
+                        res.isolation_label)

@@ -19,7 +19,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-__all__ = ["FunctionSite", "InjectionError", "find_functions", "blank", "inject", "context_for"]
+__all__ = ["FunctionSite", "InjectionError", "find_functions", "blank", "inject", "defines_function", "context_for"]
 
 #: The upper bound, in characters, of the context a task records for the prompt.
 CONTEXT_LIMIT = 4000
@@ -115,6 +115,15 @@ def _candidate_def(code: str, name: str) -> tuple[ast.FunctionDef | ast.AsyncFun
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
                 return node, text
     raise InjectionError(f"the generated code has no parsable function named {name!r}")
+
+
+def defines_function(code: str, name: str) -> bool:
+    """Whether ``code`` (or one of its fenced blocks) parses and defines a function ``name``."""
+    try:
+        _candidate_def(code, name)
+    except InjectionError:
+        return False
+    return True
 
 
 def inject(source: str, site: FunctionSite, generated: str) -> str:

@@ -36,6 +36,7 @@ from core.common.errors import IanvsError
 from core.scenarios.repo.env import ensure_env
 from core.scenarios.repo.execute import Sample, SampleResult, run_samples
 from core.scenarios.repo.metrics import summarise
+from core.scenarios.repo.prompts import header_of, prompt_of, reference_code
 from core.scenarios.repo.source import materialise
 
 __all__ = ["prompt_of", "header_of", "run_set", "main", "load_tasks"]
@@ -46,38 +47,12 @@ _KEYS = {"datasets", "limit", "generator", "n", "k", "workers", "timeout", "outp
 _SET_KEYS = {"name", "tasks", "source", "requirements"}
 
 
-def header_of(task: dict) -> str:
-    """The task's ``def`` line(s) and docstring, dedented to column 0 (what the model continues)."""
-    sig = textwrap.dedent(task["signature"])
-    doc = task.get("docstring") or task.get("problem")
-    if not doc:
-        return sig + "\n"
-    return sig + "\n" + textwrap.indent(f'"""{doc}\n"""', "    ") + "\n"
-
-
-#: Context characters put in the prompt (the nearest ones): small models on shared CPUs spend
-#: most of their time reading the prompt.
-PROMPT_CONTEXT_CHARS = 1500
-
-
-def prompt_of(task: dict, context_chars: int = PROMPT_CONTEXT_CHARS) -> str:
-    """Complete-mode prompt: the nearest ``context_chars`` of the task's context (cut at a line
-    start), a ``# file:`` line, then the function header."""
-    context = task["context"]
-    if len(context) > context_chars:
-        context = context[-context_chars:]
-        context = context[context.find("\n") + 1:]
-    where = f"# file: {task['file']}" + (f" (method of class {task['class_name']})" if task.get("class_name") else "")
-    return f"{context.rstrip()}\n\n\n{where}\n{header_of(task)}"
-
-
 def load_tasks(path: Path, limit: int | None) -> list[dict]:
     tasks = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return tasks[:limit] if limit is not None else tasks
 
 
-def _reference_code(task: dict) -> str:
-    return header_of(task) + textwrap.indent(textwrap.dedent(task["reference"]), "    ")
+_reference_code = reference_code
 
 
 def _generate(tasks: list[dict], generator: str, n: int) -> Iterator[tuple[dict, int, str | None]]:

@@ -15,7 +15,11 @@ from typing import Iterable, Sequence
 from core.scenarios.repo.execute import SampleResult
 from core.testcasecontroller.metrics.passk import pass_at_k
 
-__all__ = ["summarise"]
+__all__ = ["summarise", "OUTCOMES"]
+
+#: outcome columns of a repo run (sandbox outcomes)
+OUTCOMES = ("passed", "failed", "error", "syntax_error", "timeout", "memory_exceeded", "sandbox_violation",
+            "infra_error")
 
 
 def summarise(results: Iterable[SampleResult], tasks: dict[str, dict], ks: Sequence[int] = (1,)) -> dict[str, float | int]:
@@ -40,6 +44,5 @@ def summarise(results: Iterable[SampleResult], tasks: dict[str, dict], ks: Seque
     row["f2p_share"] = f2p[1] / f2p[0] if f2p[0] else math.nan
     row["p2p_share"] = p2p[1] / p2p[0] if p2p[0] else math.nan
     row["samples"] = sum(outcomes.values())
-    row.update({k: outcomes.get(k, 0) for k in ("passed", "failed", "error", "syntax_error", "timeout",
-                                                "memory_exceeded", "sandbox_violation", "infra_error")})
+    row.update({k: outcomes.get(k, 0) for k in OUTCOMES})
     return row

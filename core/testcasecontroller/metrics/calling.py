@@ -40,6 +40,8 @@ class MetricContext:
         sandbox: the testenv ``sandbox:`` settings (backend, limits), possibly empty.
         predictions_meta: per-sample extra data the model stored (may be empty).
         show_progress: whether progress bars are wanted.
+        config_dir: the testenv file's folder; relative paths in metric parameters resolve
+            against it (None outside a job).
     """
 
     records: Callable[[], Iterator[dict[str, Any]]]
@@ -47,6 +49,7 @@ class MetricContext:
     sandbox: dict[str, Any] = field(default_factory=dict)
     predictions_meta: list[Any] = field(default_factory=list)
     show_progress: bool = True
+    config_dir: Path | None = None
 
 
 def resolve_metric(spec: MetricSpec) -> Callable[..., Any]:

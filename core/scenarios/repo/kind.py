@@ -1,0 +1,105 @@
+"""The ``repo`` task kind: write a function's body inside a real repository; its own tests decide.
+
+Records are the lines ``ianvs dataset repo`` writes (docs/proposals/scenarios/smart_coding/repo.md);
+:meth:`RepoKind.validate` checks the fields the harness relies on and uses ``task_id`` as the
+record id. Prompts (:mod:`.prompts`) show the nearest repository context, the file and the
+function's header; the reference is the original function. The model's answer becomes a full
+``def``: a reply that defines the function (fenced or not) is used as it is; anything else is
+taken as the continuation of the header (completion mode). Grading is done by the ``repo_tests``
+metric (:mod:`.scoring`), which injects the answer by AST position and runs the task's tests in
+the sandbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.common.class_factory import ClassFactory
+from core.common.errors import DatasetError
+from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, reject_unknown, require_object,
+                                 require_str)
+from core.scenarios.repo.functions import defines_function
+from core.scenarios.repo.prompts import chat_messages, header_of, prompt_of, reference_code
+
+__all__ = ["RepoKind", "RECORD_FIELDS", "answer_code"]
+
+#: top-level fields of a task record (see module docstring); anything else is a typo
+RECORD_FIELDS = {"task_id", "kind", "repo", "env", "file", "file_sha256", "qualname", "name",
+                 "class_name", "position", "signature", "docstring", "context", "reference",
+                 "tests", "problem", "problem_by", "model_written_tests", "metadata"}
+_REQUIRED_STR = ("task_id", "file", "qualname", "name", "signature", "context", "reference")
+
+
+def answer_code(raw_output: str, record: Mapping[str, Any]) -> str:
+    """The full ``def`` to inject for a model reply (see the module docstring)."""
+    if defines_function(raw_output, str(record["name"])):
+        return raw_output
+    return header_of(record) + raw_output
+
+
+def _check_nested(record: Mapping[str, Any], source: str | None, line: int | None) -> None:
+    repo = record.get("repo")
+    if not isinstance(repo, Mapping) or not isinstance(repo.get("content_hash"), str) \
+            or not isinstance(repo.get("name"), str):
+        raise DatasetError("field 'repo' must be an object with string 'name' and 'content_hash'",
+                           source=source, line=line, hint="rebuild the file with 'ianvs dataset repo'")
+    env = record.get("env", {})
+    if not isinstance(env, Mapping) or not isinstance(env.get("requirements", []), list):
+        raise DatasetError("field 'env.requirements' must be a list of pins", source=source, line=line)
+    pos = record.get("position")
+    if not isinstance(pos, Mapping) or not isinstance(pos.get("def_line"), int) \
+            or isinstance(pos.get("def_line"), bool):
+        raise DatasetError("field 'position.def_line' must be an integer", source=source, line=line)
+    tests = record.get("tests")
+    if not isinstance(tests, Mapping):
+        raise DatasetError("field 'tests' must be an object", source=source, line=line)
+    for key in ("fail_to_pass", "pass_to_pass"):
+        names = tests.get(key, [])
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise DatasetError(f"field 'tests.{key}' must be a list of pytest node ids",
+                               source=source, line=line)
+    if not tests.get("fail_to_pass"):
+        raise DatasetError("field 'tests.fail_to_pass' must not be empty (a task nothing can fail "
+                           "is not a task)", source=source, line=line)
+
+
+@ClassFactory.register(TASK_KIND, alias="repo")
+class RepoKind(TaskKind):
+    """Function bodies inside a real repository (see module docstring)."""
+
+    name = "repo"
+    input_field = "signature"
+    default_mode = "complete"
+
+    def validate(self, record: Mapping[str, Any], source: str | None = None,
+                 line: int | None = None) -> dict[str, Any]:
+        reject_unknown(require_object(record, source, line), RECORD_FIELDS, source, line)
+        for name in _REQUIRED_STR:
+            require_str(record, name, source, line, allow_empty=name == "context")
+        _check_nested(record, source, line)
+        rec = dict(record)
+        rec["id"] = record["task_id"]
+        rec.setdefault("metadata", {})
+        return rec
+
+    def messages(self, record: Mapping[str, Any]) -> list[dict[str, str]]:
+        return chat_messages(record)
+
+    def prompt(self, record: Mapping[str, Any]) -> str:
+        return prompt_of(record)
+
+    def reference(self, record: Mapping[str, Any]) -> str:
+        return reference_code(record)
+
+    def answer(self, raw_output: str, record: Mapping[str, Any]) -> str:
+        return answer_code(raw_output, record)
+
+    def judge_view(self, record: Mapping[str, Any]) -> dict[str, str]:
+        return {"task": prompt_of(record), "reference": reference_code(record)}
+
+    def metrics(self) -> dict[str, MetricFn]:
+        from core.scenarios.repo.scoring import repo_tests
+
+        return {"repo_tests": repo_tests}
+

@@ -1,0 +1,224 @@
+"""The ``repo_tests`` metric: inject every sample into its repository and run the task's tests.
+
+Used from testenv.yaml (``task_kind: repo``)::
+
+    metrics:
+      - name: repo_tests
+        url: ./metrics.py
+        k: [1]
+        sources:                          # repository name (the tasks' repo.name) -> its source
+          toolz: ../data/toolz-1.0.0.tar.gz   # relative to this testenv file
+        timeout: 120                      # seconds per sample (all of its tests)
+
+Per test record (``context.records()``) and sample, the answer (:meth:`RepoKind.answer`) is
+injected by AST position into a private view of the repository and the task's FAIL_TO_PASS and
+PASS_TO_PASS tests run in the local sandbox with the repository's environment
+(:func:`core.scenarios.repo.execute.run_samples`; grading tier ``in_process``, since the
+repository's code and its tests share one interpreter).
+
+* **Sources** are materialised once per content hash into the cache (``repo-src/`` next to the
+  environments) and must match the tasks' recorded ``repo.content_hash``; a mismatch or a
+  repository without a ``sources`` entry is a ConfigError naming the fix.
+* **Environments** come from the tasks' ``env.requirements`` (:func:`.env.ensure_env`; created
+  once, which needs the package index, then reused offline).
+* **Resume**: each finished sample is appended to ``repo_executions.jsonl`` in the test case
+  folder under a key of task, sample index and code; a rerun executes only what is missing.
+* **Sandbox**: ``workers`` and ``min_isolation`` of testenv's ``sandbox:`` are honoured; other
+  backends are not supported for repo tasks yet (a ConfigError says so).
+
+Columns: ``pass@<k>`` overall and ``pass@<k>[<repo>]`` per ``sources`` entry, ``f2p_share`` and
+``p2p_share`` (see :func:`.metrics.summarise`), outcome counts, ``generation_error`` (samples the
+generator could not serve: never scored), ``grading``, ``isolation``, ``executed_by``; and
+``per_task.jsonl`` (what the reports read for confidence intervals).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import shutil
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from core.common.errors import ConfigError
+from core.common.progress import progress_bar
+from core.scenarios.repo.env import default_cache_dir, ensure_env
+from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
+from core.scenarios.repo.metrics import OUTCOMES, summarise
+from core.scenarios.repo.source import materialise
+
+__all__ = ["repo_tests", "EXECUTIONS_FILE", "source_root"]
+
+LOG = logging.getLogger(__name__)
+
+EXECUTIONS_FILE = "repo_executions.jsonl"
+_FIELDS = tuple(SampleResult.__dataclass_fields__)
+
+
+def _ks(k: int | Sequence[int]) -> list[int]:
+    ks = [k] if isinstance(k, int) else list(k)
+    if not ks or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in ks):
+        raise ValueError(f"k must be a positive integer or a list of them, got {k!r}")
+    return ks
+
+
+def source_root(spec: Path, want_hash: str, cache: Path | None = None) -> Path:
+    """The materialised root of source ``spec`` (cached by content hash; checked against it).
+
+    Raises:
+        ConfigError: the source's content hash is not ``want_hash``.
+    """
+    base = (cache or default_cache_dir().parent / "repo-src") / want_hash[:16]
+    marker = base / ".root"
+    if marker.is_file() and Path(marker.read_text()).is_dir():
+        return Path(marker.read_text())
+    base.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=base.parent))
+    try:
+        src = materialise(str(spec), tmp)
+        if src.content_hash != want_hash:
+            raise ConfigError(f"repository source {spec} has content hash {src.content_hash[:12]}, "
+                              f"the tasks were built from {want_hash[:12]}",
+                              hint="point 'sources' at the archive or bundle the tasks were built from")
+        shutil.rmtree(base, ignore_errors=True)
+        tmp.rename(base)
+        root = base / src.root.relative_to(tmp)
+        marker.write_text(str(root))
+        return root
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _key(task_id: str, index: int, code: str | None) -> str:
+    return hashlib.sha256(json.dumps([task_id, index, code]).encode()).hexdigest()[:24]
+
+
+def _load_done(path: Path) -> dict[str, SampleResult]:
+    done: dict[str, SampleResult] = {}
+    if not path.is_file():
+        return done
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+            done[rec["key"]] = SampleResult(**{f: rec[f] for f in _FIELDS if f in rec})
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut by a kill: that sample runs again
+    return done
+
+
+def _samples(y_pred: Sequence[Any], context: Any) -> Iterator[tuple[dict[str, Any], str, Sample | None]]:
+    """Per generated sample: (task record, cache key, sample) -- sample None on generation error."""
+    from core.scenarios import get_kind
+
+    kind = get_kind("repo")
+    if y_pred is None or isinstance(y_pred, (str, bytes, Mapping)):
+        raise ConfigError("repo_tests needs one prediction per test record",
+                          hint="use the repo kind's basemodel (core.scenarios.model.TaskKindModel)")
+    for record, pred in zip(context.records(), y_pred):
+        rec = kind.validate(record)
+        for sample in (pred or {}).get("samples", []) if isinstance(pred, Mapping) else []:
+            index = int(sample.get("sample_index", 0))
+            if sample.get("error"):
+                yield rec, "", None
+                continue
+            code = kind.answer(str(sample.get("raw_output") or ""), rec)
+            yield rec, _key(rec["id"], index, code), Sample(f"{rec['id']}#{index}", rec, code)
+
+
+def _sandbox_options(settings: Mapping[str, Any]) -> tuple[int, str]:
+    backend = settings.get("backend", "local")
+    if backend != "local":
+        raise ConfigError(f"repo tasks run on the 'local' sandbox backend, not {backend!r}",
+                          hint="set sandbox.backend: local (repository environments are venvs on "
+                               "this machine)")
+    return int(settings.get("workers", 2)), str(settings.get("min_isolation", "kernel"))
+
+
+def repo_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, k: int | Sequence[int] = 1,
+               sources: Mapping[str, str] | None = None, timeout: float = 120.0) -> dict[str, Any]:
+    """The repo kind's columns (module docstring)."""
+    ks = _ks(k)
+    if context is None:
+        raise ConfigError("repo_tests needs the framework's context", hint="run it through 'ianvs -f'")
+    workers, min_isolation = _sandbox_options(getattr(context, "sandbox", {}) or {})
+    base = Path(getattr(context, "config_dir", None) or ".")
+    workspace = Path(context.workspace)
+    log_path = workspace / EXECUTIONS_FILE
+    done = _load_done(log_path)
+    tasks: dict[str, dict[str, Any]] = {}
+    results: list[SampleResult] = []
+    pending: dict[str, list[tuple[str, Sample]]] = defaultdict(list)
+    generation_errors = 0
+    for rec, key, sample in _samples(y_pred, context):
+        tasks[rec["id"]] = rec
+        if sample is None:
+            generation_errors += 1
+        elif key in done:
+            results.append(done[key])
+        else:
+            pending[rec["repo"]["content_hash"]].append((key, sample))
+    total = sum(len(v) for v in pending.values())
+    with open(log_path, "a", encoding="utf-8") as log, \
+            progress_bar(total, "repo tests", "sample", getattr(context, "show_progress", True)) as bar:
+        for want, items in pending.items():
+            first = items[0][1].task
+            name = first["repo"]["name"]
+            if not sources or name not in sources:
+                raise ConfigError(f"repo_tests: no source for repository {name!r}",
+                                  hint=f"add 'sources: {{{name}: <archive, bundle or folder>}}' to the "
+                                       "repo_tests entry of testenv.yaml")
+            root = source_root((base / sources[name]).resolve(), want)
+            env = ensure_env(list(first.get("env", {}).get("requirements") or []))
+            keys = {s.sample_id: key for key, s in items}
+            for res in run_samples([s for _k, s in items], root, env, default_views_dir(),
+                                   workers=workers, timeout=float(timeout), min_isolation=min_isolation):
+                log.write(json.dumps({"key": keys[res.sample_id], **res.__dict__}) + "\n")
+                log.flush()
+                results.append(res)
+                bar.update(1)
+    return _row(results, tasks, ks, sources or {}, generation_errors, workspace)
+
+
+def _row(results: list[SampleResult], tasks: dict[str, dict[str, Any]], ks: list[int],
+         sources: Mapping[str, str], generation_errors: int, workspace: Path) -> dict[str, Any]:
+    row: dict[str, Any] = dict(summarise(results, tasks, ks))
+    for name in sources:
+        mine = {t: rec for t, rec in tasks.items() if rec["repo"]["name"] == name}
+        part = summarise([r for r in results if r.task_id in mine], mine, ks) if mine else {}
+        for kk in ks:
+            row[f"pass@{kk}[{name}]"] = part.get(f"pass@{kk}", math.nan)
+    row["generation_error"] = generation_errors
+    row["grading"] = "in_process" if results else ""
+    row["isolation"] = "+".join(sorted({r.isolation for r in results if r.isolation}))
+    row["executed_by"] = "local" if results else ""
+    per_task: dict[str, list[SampleResult]] = defaultdict(list)
+    for r in results:
+        per_task[r.task_id].append(r)
+    lines = []
+    for task_id in tasks:
+        mine_r = [r for r in per_task.get(task_id, []) if r.outcome != "infra_error"]
+        lines.append(json.dumps({"task_id": task_id, "n": len(mine_r),
+                                 "c": sum(r.outcome == "passed" for r in mine_r),
+                                 "outcomes": dict(Counter(r.outcome for r in per_task.get(task_id, [])))}))
+    (workspace / "per_task.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return row
+
+
+def _columns(k: int | Sequence[int] = 1, sources: Mapping[str, str] | None = None,
+             timeout: float = 120.0) -> list[str]:
+    ks = _ks(k)
+    if sources is not None and not isinstance(sources, Mapping):
+        raise ValueError("sources must map repository names to source paths")
+    if float(timeout) <= 0:
+        raise ValueError(f"timeout must be positive, got {timeout!r}")
+    return ([f"pass@{kk}" for kk in ks] + [f"pass@{kk}[{n}]" for n in (sources or {}) for kk in ks]
+            + ["f2p_share", "p2p_share", "samples", *OUTCOMES, "generation_error", "grading",
+               "isolation", "executed_by"])
+
+
+repo_tests.columns = _columns  # type: ignore[attr-defined]

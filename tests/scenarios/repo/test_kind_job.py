@@ -1,0 +1,112 @@
+"""The repo kind through ``ianvs -f``: the shipped example with its gold controls (reference 1.0,
+broken 0.0), resume from ``repo_executions.jsonl``, and readable errors for bad records, a
+missing source and a source that is not the one the tasks were built from."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from core.common.errors import ConfigError, DatasetError
+from core.scenarios import get_kind
+from core.scenarios.repo.kind import answer_code
+from core.scenarios.repo.scoring import EXECUTIONS_FILE, source_root
+from tests.runner.conftest import run_cli
+from tests.scenarios.repo.conftest import SHIPPED
+
+TASK = json.loads((SHIPPED / "data" / "default_subset.jsonl").read_text().splitlines()[0])
+
+
+def _copy(tmp_path: Path, generators: list[str] | None = None) -> Path:
+    root = tmp_path / "repo"
+    shutil.copytree(SHIPPED, root, ignore=shutil.ignore_patterns("workspace"))
+    if generators is not None:
+        algo = root / "testalgorithms" / "gen" / "gen_algorithm.yaml"
+        text = algo.read_text().replace('values: ["embedded", "reference", "broken"]',
+                                        f"values: {json.dumps(generators)}")
+        assert text != algo.read_text()
+        algo.write_text(text)
+    return root
+
+
+def _rows(root: Path) -> dict[str, dict[str, str]]:
+    rows = csv.DictReader(open(next(root.glob("workspace/*/rank/all_rank.csv"))))
+    return {r["basemodel-generator"]: r for r in rows}
+
+
+def _run(root: Path) -> None:
+    res = run_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", cwd=root, timeout=1800)
+    assert res.returncode == 0, res.stderr[-4000:]
+
+
+def test_gold_controls_through_ianvs_and_resume(tmp_path: Path) -> None:
+    root = _copy(tmp_path, ["reference", "broken"])
+    _run(root)
+    rows = _rows(root)
+    n = len((root / "data" / "default_subset.jsonl").read_text().splitlines())
+    assert rows["reference"]["pass@1"] == "1.0" and rows["reference"]["passed"] == str(n)
+    assert rows["broken"]["pass@1"] == "0.0" and rows["broken"]["passed"] == "0"
+    assert rows["reference"]["grading"] == "in_process" and rows["reference"]["isolation"]
+    logs = sorted(root.glob(f"workspace/*/*/*/{EXECUTIONS_FILE}"))
+    ref_log = next(p for p in logs if '"outcome": "passed"' in p.read_text())
+    lines = ref_log.read_text().splitlines()
+    assert len(lines) == n
+    # a run killed after its first sample: the rerun executes only the missing ones
+    ref_log.write_text(lines[0] + "\n" + lines[1][:20])
+    _run(root)
+    again = ref_log.read_text().splitlines()
+    assert again[0] == lines[0] and len([ln for ln in again if ln.endswith("}")]) == n
+    assert _rows(root)["reference"]["pass@1"] == "1.0"
+
+
+@pytest.mark.slow
+def test_shipped_default_job_on_the_embedded_model(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    _run(root)
+    rows = _rows(root)
+    ref, model, broken = (float(rows[g]["pass@1"]) for g in ("reference", "embedded", "broken"))
+    assert ref == 1.0 and broken == 0.0 and 0.0 <= model <= 1.0
+    assert rows["embedded"]["generation_error"] == "0"
+
+
+def test_a_bad_record_names_file_line_and_field(tmp_path: Path) -> None:
+    kind = get_kind("repo")
+    bad = dict(TASK)
+    bad["tests"] = {"fail_to_pass": [], "pass_to_pass": []}
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(TASK) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(DatasetError, match="fail_to_pass") as info:
+        kind.check_file(path)
+    assert info.value.line == 2 and str(path) in str(info.value)
+    with pytest.raises(DatasetError, match="unknown field 'qualnme'"):
+        kind.validate({**TASK, "qualnme": "x"})
+
+
+def test_missing_or_wrong_source_is_a_config_error(tmp_path: Path) -> None:
+    root = _copy(tmp_path, ["reference"])
+    env = root / "testenv" / "testenv.yaml"
+    env.write_text(env.read_text().replace('toolz-1.0.0: "../data/toolz-1.0.0.tar.gz"',
+                                           'other: "../data/toolz-1.0.0.tar.gz"'))
+    res = run_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", cwd=root, timeout=600)
+    assert res.returncode != 0 and "no source for repository 'toolz-1.0.0'" in res.stderr
+    assert "Traceback" not in res.stderr
+    folder = tmp_path / "notthesource"
+    (folder / "pkg").mkdir(parents=True)
+    (folder / "pkg" / "m.py").write_text("x = 1\n")
+    with pytest.raises(ConfigError, match="content hash"):
+        source_root(folder, TASK["repo"]["content_hash"], tmp_path / "cache")
+    assert not list((tmp_path / "cache").iterdir())  # nothing half-made is left
+
+
+def test_answers_become_a_full_def() -> None:
+    continuation = "    return 42\n"
+    assert answer_code(continuation, TASK).endswith(continuation)
+    assert answer_code(continuation, TASK).lstrip().startswith(("def ", "async def ", "@"))
+    fenced = f"Here:\n```python\ndef {TASK['name']}(*a, **k):\n    return 1\n```\n"
+    assert answer_code(fenced, TASK) == fenced
+    msgs = get_kind("repo").messages(TASK)
+    assert msgs[0]["role"] == "system" and TASK["signature"].strip() in msgs[1]["content"]
