@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.scenarios.repo.env import ensure_env  # noqa: E402
 from core.scenarios.repo.execute import Sample, default_views_dir, run_samples  # noqa: E402
-from core.scenarios.repo.job import _reference_code, load_tasks  # noqa: E402
+from core.scenarios.repo.kind import load_tasks  # noqa: E402
+from core.scenarios.repo.prompts import reference_code as _reference_code  # noqa: E402
 from core.scenarios.repo.source import materialise  # noqa: E402
 from core.scenarios.repo.testrun import run_tests  # noqa: E402
 from core.scenarios.repo.view import make_view  # noqa: E402

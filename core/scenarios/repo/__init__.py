@@ -11,4 +11,7 @@ Modules (each small, each with one job):
 * :mod:`.view`       -- copy-on-write (hard-link farm) view of the repository per sample.
 * :mod:`.execute`    -- run samples' injected code against the task's tests in the sandbox.
 * :mod:`.metrics`    -- pass@k, FAIL_TO_PASS / PASS_TO_PASS shares, outcome counts.
+* :mod:`.kind`       -- the ``repo`` task kind (record schema, answers) for ``ianvs -f``.
+* :mod:`.prompts`    -- completion and chat prompts, the reference function.
+* :mod:`.scoring`    -- the ``repo_tests`` metric: sources, environments, resumable execution.
 """

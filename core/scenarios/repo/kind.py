@@ -12,7 +12,9 @@ the sandbox.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from core.common.class_factory import ClassFactory
@@ -22,7 +24,7 @@ from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, reject_unknown, 
 from core.scenarios.repo.functions import defines_function
 from core.scenarios.repo.prompts import chat_messages, header_of, prompt_of, reference_code
 
-__all__ = ["RepoKind", "RECORD_FIELDS", "answer_code"]
+__all__ = ["RepoKind", "RECORD_FIELDS", "answer_code", "load_tasks"]
 
 #: top-level fields of a task record (see module docstring); anything else is a typo
 RECORD_FIELDS = {"task_id", "kind", "repo", "env", "file", "file_sha256", "qualname", "name",
@@ -36,6 +38,13 @@ def answer_code(raw_output: str, record: Mapping[str, Any]) -> str:
     if defines_function(raw_output, str(record["name"])):
         return raw_output
     return header_of(record) + raw_output
+
+
+def load_tasks(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
+    """The first ``limit`` (all when None) task records of a tasks file, unvalidated (tests and
+    benchmarks; jobs read files through :meth:`RepoKind.read`)."""
+    tasks = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return tasks[:limit] if limit is not None else tasks
 
 
 def _check_nested(record: Mapping[str, Any], source: str | None, line: int | None) -> None:

@@ -16,6 +16,22 @@ from core.scenarios.repo.execute import default_views_dir
 
 SHIPPED = Path(__file__).resolve().parents[3] / "examples/smart_coding/smart_coding_learning_bench/repo"
 
+
+def shipped_sets() -> list[tuple[str, Path, Path]]:
+    """Every shipped set as (repository name, tasks file, source): each ``data/*-tasks.jsonl``
+    and the source the example's testenv.yaml names for its repository."""
+    import json
+
+    import yaml
+
+    env = yaml.safe_load((SHIPPED / "testenv" / "testenv.yaml").read_text())["testenv"]
+    sources = next(m for m in env["metrics"] if m["name"] == "repo_tests")["sources"]
+    out = []
+    for tasks in sorted((SHIPPED / "data").glob("*-tasks.jsonl")):
+        name = json.loads(tasks.read_text().split("\n", 1)[0])["repo"]["name"]
+        out.append((name, tasks, (SHIPPED / "testenv" / sources[name]).resolve()))
+    return out
+
 MINI_LIB = '''\
 """A tiny library used by the builder tests."""
 import math

@@ -1,43 +1,51 @@
 """Gold controls over every shipped repo dataset (every task, in the sandbox): the reference body,
 injected by AST position exactly like a model's answer, passes all the task's tests, and the
 blanked body passes none of its FAIL_TO_PASS tests. A broken task therefore cannot ship.
-Also checks each set's records (>= 50 tasks, licence, pins, content hash of the shipped source)."""
+Also checks each set's records (>= 50 tasks, licence, pins, schema, content hash of the shipped
+source) and that the example's testenv names a source for every shipped set."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-import yaml
 
+from core.scenarios import get_kind
 from core.scenarios.repo.env import RepoEnv, ensure_env
 from core.scenarios.repo.execute import Sample, run_samples
-from core.scenarios.repo.job import _reference_code, load_tasks
+from core.scenarios.repo.kind import load_tasks
+from core.scenarios.repo.prompts import reference_code
 from core.scenarios.repo.source import materialise
-from tests.scenarios.repo.conftest import SHIPPED
+from tests.scenarios.repo.conftest import shipped_sets
 
-SETS = yaml.safe_load((SHIPPED / "job.yaml").read_text())["repo_job"]["datasets"]
+SETS = shipped_sets()
 
 
-@pytest.mark.parametrize("spec", SETS, ids=[s["name"] for s in SETS])
-def test_shipped_records(spec: dict) -> None:
-    tasks = load_tasks(SHIPPED / spec["tasks"], None)
-    assert len(tasks) >= 50
-    assert len({t["task_id"] for t in tasks}) == len(tasks)
-    for t in tasks:
+def test_every_set_has_a_source() -> None:
+    assert len(SETS) >= 1
+    for _name, _tasks, source in SETS:
+        assert source.exists(), source
+
+
+@pytest.mark.parametrize("spec", SETS, ids=[s[0] for s in SETS])
+def test_shipped_records(spec: tuple[str, Path, Path]) -> None:
+    name, path, _source = spec
+    assert get_kind("repo").check_file(path) >= 50
+    for t in load_tasks(path):
+        assert t["repo"]["name"] == name
         assert t["repo"]["licence"] and t["env"]["pins"] and t["tests"]["fail_to_pass"]
         assert t["reference"].strip() and t["signature"].lstrip().startswith(("def ", "async def "))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("spec", SETS, ids=[s["name"] for s in SETS])
-def test_gold_controls(spec: dict, views_dir: Path) -> None:
-    tasks = load_tasks(SHIPPED / spec["tasks"], None)
-    src = materialise(str(SHIPPED / spec["source"]), views_dir / "src")
+@pytest.mark.parametrize("spec", SETS, ids=[s[0] for s in SETS])
+def test_gold_controls(spec: tuple[str, Path, Path], views_dir: Path) -> None:
+    _name, path, source = spec
+    tasks = load_tasks(path)
+    src = materialise(str(source), views_dir / "src")
     assert {t["repo"]["content_hash"] for t in tasks} == {src.content_hash}
-    env: RepoEnv = ensure_env(list(spec.get("requirements") or []))
-    ref = [Sample(t["task_id"] + "#ref", t, _reference_code(t)) for t in tasks]
+    env: RepoEnv = ensure_env(list(tasks[0]["env"].get("requirements") or []))
+    ref = [Sample(t["task_id"] + "#ref", t, reference_code(t)) for t in tasks]
     blank = [Sample(t["task_id"] + "#blank", t, None) for t in tasks]
     results = {r.sample_id: r for r in run_samples(ref + blank, src.root, env, views_dir / "views", timeout=120)}
     bad_ref = [(s.sample_id, results[s.sample_id].outcome, results[s.sample_id].detail[-200:])

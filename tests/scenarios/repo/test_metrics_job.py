@@ -1,5 +1,5 @@
-"""Repo metrics (pass@k, F2P/P2P shares, outcome counts, infra never scored) and the job YAML's
-strict checking; the job's prompt is bounded and ends with the task's header."""
+"""Repo metrics (pass@k, F2P/P2P shares, outcome counts, infra never scored); the prompt is
+bounded and ends with the task's header."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from core.common.errors import IanvsError
 from core.scenarios.repo.execute import SampleResult
-from core.scenarios.repo.job import _check, header_of, prompt_of
+from core.scenarios.repo.prompts import header_of, prompt_of
 from core.scenarios.repo.metrics import summarise
 
 TASKS = {
@@ -42,13 +41,6 @@ def test_summary_counts_and_shares() -> None:
 def test_summary_without_samples_is_nan() -> None:
     row = summarise([], TASKS)
     assert math.isnan(row["pass@1"]) and math.isnan(row["f2p_share"])
-
-
-def test_job_yaml_is_checked_strictly(tmp_path: Path) -> None:
-    with pytest.raises(IanvsError, match="repo_job.limitt: unknown key"):
-        _check({"repo_job": {"datasets": [], "limitt": 3}}, tmp_path / "job.yaml")
-    with pytest.raises(IanvsError, match=r"datasets\[0\]: missing \['source'\]"):
-        _check({"repo_job": {"datasets": [{"name": "x", "tasks": "t"}]}}, tmp_path / "job.yaml")
 
 
 def test_prompt_is_bounded_and_ends_with_header() -> None:
