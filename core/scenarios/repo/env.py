@@ -18,6 +18,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.common.errors import IanvsError
+
 __all__ = ["RepoEnv", "ensure_env", "default_cache_dir", "TEST_TOOLS"]
 
 LOG = logging.getLogger(__name__)
@@ -65,8 +67,16 @@ def ensure_env(requirements: list[str], cache_dir: Path | None = None, existing:
     marker = root / ".complete"
     if not marker.exists():
         LOG.info("creating repository environment %s (%s)", root, ", ".join(reqs))
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(root)], check=True)
-        subprocess.run([str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        *reqs], check=True)
+        try:
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(root)], check=True,
+                           capture_output=True, text=True)
+            subprocess.run([str(root / "bin" / "python"), "-m", "pip", "install", "-q",
+                            "--disable-pip-version-check", *reqs], check=True, capture_output=True, text=True)
+        except subprocess.CalledProcessError as exc:
+            tail = (exc.stderr or exc.stdout or "").strip().splitlines()[-3:]
+            raise IanvsError(f"could not create the repository environment {root}: "
+                             f"{' | '.join(tail) or exc}",
+                             hint="creating it installs the tasks' pinned requirements once, which needs "
+                                  "the package index; later runs are offline") from None
         marker.write_text(json.dumps(reqs))
     return RepoEnv(root, _freeze(root / "bin" / "python"))

@@ -110,3 +110,12 @@ def test_answers_become_a_full_def() -> None:
     assert answer_code(fenced, TASK) == fenced
     msgs = get_kind("repo").messages(TASK)
     assert msgs[0]["role"] == "system" and TASK["signature"].strip() in msgs[1]["content"]
+
+
+def test_an_environment_that_cannot_be_made_is_one_readable_error(tmp_path: Path) -> None:
+    from core.common.errors import IanvsError
+    from core.scenarios.repo.env import ensure_env
+
+    with pytest.raises(IanvsError, match="could not create the repository environment") as info:
+        ensure_env(["no-such-package-ianvs-zzz==9.9.9"], tmp_path)
+    assert "no-such-package-ianvs-zzz" in str(info.value) and "package index" in str(info.value)
