@@ -192,6 +192,9 @@ def _row(results: list[SampleResult], tasks: dict[str, dict[str, Any]], ks: list
         part = summarise([r for r in results if r.task_id in mine], mine, ks) if mine else {}
         for kk in ks:
             row[f"pass@{kk}[{name}]"] = part.get(f"pass@{kk}", math.nan)
+    for col, value in row.items():
+        if isinstance(value, float) and not math.isnan(value):
+            row[col] = round(value, 4)
     row["generation_error"] = generation_errors
     row["grading"] = "in_process" if results else ""
     row["isolation"] = "+".join(sorted({r.isolation for r in results if r.isolation}))
