@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from core.scenarios.repo.env import RepoEnv, ensure_env
 from core.scenarios.repo.functions import FunctionSite, blank, context_for, find_functions
 from core.scenarios.repo.source import RepoSource, materialise
 from core.scenarios.repo.testrun import run_tests
+from core.scenarios.repo.view import make_view
 
 __all__ = ["BuildOptions", "BuildReport", "build", "task_record"]
 
@@ -137,9 +137,7 @@ def build(opts: BuildOptions) -> BuildReport:
         def check(job: tuple[str, str, FunctionSite, list[str]]) -> dict[str, object] | None:
             rel, text, site, tests = job
             with tempfile.TemporaryDirectory(prefix="ianvs-repo-blank-") as work:
-                view = Path(work, "r")
-                shutil.copytree(src.root, view, symlinks=True)
-                (view / rel).write_text(blank(text, site))
+                view = make_view(src.root, Path(work, "r"), {rel: blank(text, site)})
                 got = run_tests(env.python, view, tests, opts.timeout, extra)
             f2p = [t for t in tests if got.get(t) != "passed"]
             if not f2p:
