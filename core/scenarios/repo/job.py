@@ -6,6 +6,7 @@ The YAML (keys checked strictly; an unknown key is an error naming it)::
     repo_job:
       datasets:                      # one or more shipped sets
         - {name: toolz, tasks: data/toolz-tasks.jsonl, source: data/toolz-1.0.0.tar.gz, requirements: []}
+        - {name: dataset-postgres, tasks: ..., source: ..., requirements: [...], services: [postgres]}
       limit: 10                      # first N tasks per set (null = the full set)
       generator: embedded            # embedded | reference | blank (gold controls)
       n: 1                           # samples per task
@@ -18,6 +19,8 @@ Paths are relative to the YAML file. The repository is materialised once per set
 ``<output>/src/<content hash>`` and checked against the tasks' recorded content hash. Results
 (one JSON line per sample) go to ``<output>/<set>/<generator>/results.jsonl``; a line already
 there is not run again (resume). A summary row per set is printed and written to ``summary.json``.
+``services: [postgres]`` starts a private PostgreSQL server for the set (:mod:`.postgres`) and
+gives every sample its own database; it is stopped when the set is done.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import json
 import logging
 import sys
 import textwrap
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -36,6 +40,7 @@ from core.common.errors import IanvsError
 from core.scenarios.repo.env import ensure_env
 from core.scenarios.repo.execute import Sample, SampleResult, run_samples
 from core.scenarios.repo.metrics import summarise
+from core.scenarios.repo.postgres import PostgresService
 from core.scenarios.repo.source import materialise
 
 __all__ = ["prompt_of", "header_of", "run_set", "main", "load_tasks"]
@@ -43,7 +48,8 @@ __all__ = ["prompt_of", "header_of", "run_set", "main", "load_tasks"]
 LOG = logging.getLogger(__name__)
 
 _KEYS = {"datasets", "limit", "generator", "n", "k", "workers", "timeout", "output"}
-_SET_KEYS = {"name", "tasks", "source", "requirements"}
+_SET_KEYS = {"name", "tasks", "source", "requirements", "services"}
+_SERVICES = {"postgres"}
 
 
 def header_of(task: dict) -> str:
@@ -132,9 +138,10 @@ def run_set(spec: dict, base: Path, cfg: dict) -> dict[str, Any]:
     n = int(cfg.get("n", 1))
     samples = [Sample(f"{t['task_id']}#{i}", t, code) for t, i, code in _generate(
         [t for t in tasks if any(f"{t['task_id']}#{i}" not in done for i in range(n))], generator, n)]
-    with open(results_path, "a") as fh:
+    with open(results_path, "a") as fh, ExitStack() as stack:
+        service = stack.enter_context(PostgresService()) if samples and "postgres" in (spec.get("services") or []) else None
         for r in run_samples(samples, roots[0], env, out / "views", workers=int(cfg.get("workers", 2)),
-                             timeout=float(cfg.get("timeout", 60)), reference=False):
+                             timeout=float(cfg.get("timeout", 60)), reference=False, service=service):
             fh.write(json.dumps(r.__dict__) + "\n")
             fh.flush()
             done[r.sample_id] = r
@@ -156,6 +163,10 @@ def _check(cfg: Any, path: Path) -> dict:
         extra = sorted(set(s) - _SET_KEYS)
         if missing or extra:
             raise IanvsError(f"{path}: repo_job.datasets[{i}]: " + (f"missing {missing}" if missing else f"unknown {extra}"))
+        services = s.get("services") or []
+        if not isinstance(services, list) or set(services) - _SERVICES:
+            raise IanvsError(f"{path}: repo_job.datasets[{i}].services: {services!r} is not a list of known services",
+                             hint=f"known services: {', '.join(sorted(_SERVICES))}")
     if not job.get("datasets"):
         raise IanvsError(f"{path}: repo_job.datasets: at least one dataset is needed")
     return job
