@@ -166,12 +166,17 @@ class PostgresService:
 
     Parameters: ``base`` -- where the run directory goes (default: the system temp dir);
     ``template_sql`` -- SQL run once in the template database; ``start_timeout`` /
-    ``stop_timeout`` -- seconds. Thread-safe: :meth:`create_database` and :meth:`drop_database`
+    ``stop_timeout`` -- seconds; ``strategy`` -- how ``CREATE DATABASE`` copies the template
+    (``FILE_COPY``: file copy plus a checkpoint, cheap with ``fsync=off``; ``WAL_LOG``: block by
+    block through the WAL; ``benchmarks/postgres_service.py`` compares them). Thread-safe: :meth:`create_database` and :meth:`drop_database`
     may be called from several threads.
     """
 
     def __init__(self, base: Path | None = None, template_sql: str | None = None,
-                 start_timeout: float = 30.0, stop_timeout: float = 10.0) -> None:
+                 start_timeout: float = 30.0, stop_timeout: float = 10.0, strategy: str = "FILE_COPY") -> None:
+        if strategy not in ("FILE_COPY", "WAL_LOG"):
+            raise ValueError(f"strategy must be FILE_COPY or WAL_LOG, not {strategy!r}")
+        self.strategy = strategy
         self.bindir = find_binaries()
         self._ids = _service_ids()
         self.base = Path(base or tempfile.gettempdir())
@@ -370,7 +375,7 @@ class PostgresService:
         t0 = time.perf_counter()
         self._psql(f"CREATE ROLE {db.role} LOGIN PASSWORD '{db.password}' "
                    "NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;\n"
-                   f"CREATE DATABASE {db.name} OWNER {db.role} TEMPLATE {TEMPLATE} STRATEGY FILE_COPY;\n")
+                   f"CREATE DATABASE {db.name} OWNER {db.role} TEMPLATE {TEMPLATE} STRATEGY {self.strategy};\n")
         elapsed = time.perf_counter() - t0
         with self._lock:
             self._live[db.name] = db
