@@ -53,6 +53,8 @@ from types import FrameType, TracebackType
 from typing import Callable, Iterator
 
 from core.common.errors import IanvsError
+# the docker backend's liveness check of a folder's owner pid serves the same sweep here
+from core.testenvmanager.sandbox.container import _pid_alive
 
 __all__ = ["PostgresService", "PostgresDatabase", "PostgresUnavailable", "find_binaries", "sweep_stale",
            "SERVICE_USER", "DEPS_SCRIPT"]
@@ -99,16 +101,6 @@ def _service_ids() -> tuple[int, int] | None:
         raise PostgresUnavailable(f"running as root and there is no user {SERVICE_USER!r} for the server",
                                   hint=f"run {DEPS_SCRIPT} as root") from None
     return entry.pw_uid, entry.pw_gid
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def sweep_stale(base: Path) -> int:
@@ -168,12 +160,17 @@ class PostgresService:
     ``template_sql`` -- SQL run once in the template database; ``start_timeout`` /
     ``stop_timeout`` -- seconds; ``strategy`` -- how ``CREATE DATABASE`` copies the template
     (``FILE_COPY``: file copy plus a checkpoint, cheap with ``fsync=off``; ``WAL_LOG``: block by
-    block through the WAL; ``benchmarks/postgres_service.py`` compares them). Thread-safe: :meth:`create_database` and :meth:`drop_database`
+    block through the WAL; ``benchmarks/postgres_service.py`` compares them); ``lock_timeout_s``
+    -- the server's ``lock_timeout``: a statement waiting longer for a lock fails, so code that
+    deadlocks against its own second connection (a blanked body leaving a transaction open)
+    fails in seconds instead of hanging until the sample's timeout. Thread-safe: :meth:`create_database` and :meth:`drop_database`
     may be called from several threads.
     """
 
     def __init__(self, base: Path | None = None, template_sql: str | None = None,
-                 start_timeout: float = 30.0, stop_timeout: float = 10.0, strategy: str = "FILE_COPY") -> None:
+                 start_timeout: float = 30.0, stop_timeout: float = 10.0, strategy: str = "FILE_COPY",
+                 lock_timeout_s: float = 10.0) -> None:
+        self.lock_timeout_s = lock_timeout_s
         if strategy not in ("FILE_COPY", "WAL_LOG"):
             raise ValueError(f"strategy must be FILE_COPY or WAL_LOG, not {strategy!r}")
         self.strategy = strategy
@@ -298,7 +295,8 @@ class PostgresService:
                  "-c", "listen_addresses=", "-c", f"unix_socket_directories={self.socket_dir}",
                  "-c", "unix_socket_permissions=0777", "-c", "fsync=off", "-c", "synchronous_commit=off",
                  "-c", "full_page_writes=off", "-c", "dynamic_shared_memory_type=mmap",
-                 "-c", "max_connections=100", "-c", "logging_collector=off"],
+                 "-c", "max_connections=100", "-c", "logging_collector=off",
+                 "-c", f"lock_timeout={int(self.lock_timeout_s * 1000)}"],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env={"LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"},
                 cwd="/", start_new_session=True, preexec_fn=self._death_signal(), **kwargs)
         finally:
