@@ -49,6 +49,10 @@ def test_job_yaml_is_checked_strictly(tmp_path: Path) -> None:
         _check({"repo_job": {"datasets": [], "limitt": 3}}, tmp_path / "job.yaml")
     with pytest.raises(IanvsError, match=r"datasets\[0\]: missing \['source'\]"):
         _check({"repo_job": {"datasets": [{"name": "x", "tasks": "t"}]}}, tmp_path / "job.yaml")
+    one = {"name": "x", "tasks": "t", "source": "s"}
+    with pytest.raises(IanvsError, match=r"datasets\[0\]\.services: \['mysql'\].*known services: postgres"):
+        _check({"repo_job": {"datasets": [{**one, "services": ["mysql"]}]}}, tmp_path / "job.yaml")
+    assert _check({"repo_job": {"datasets": [{**one, "services": ["postgres"]}]}}, tmp_path / "job.yaml")
 
 
 def test_prompt_is_bounded_and_ends_with_header() -> None:
