@@ -161,16 +161,19 @@ class PostgresService:
     ``stop_timeout`` -- seconds; ``strategy`` -- how ``CREATE DATABASE`` copies the template
     (``FILE_COPY``: file copy plus a checkpoint, cheap with ``fsync=off``; ``WAL_LOG``: block by
     block through the WAL; ``benchmarks/postgres_service.py`` compares them); ``lock_timeout_s``
-    -- the server's ``lock_timeout``: a statement waiting longer for a lock fails, so code that
-    deadlocks against its own second connection (a blanked body leaving a transaction open)
-    fails in seconds instead of hanging until the sample's timeout. Thread-safe: :meth:`create_database` and :meth:`drop_database`
+    and ``idle_in_transaction_s`` -- the server's ``lock_timeout`` and
+    ``idle_in_transaction_session_timeout``: code that deadlocks against its own second
+    connection (a blanked body leaving a transaction open while another connection of the same
+    test waits for its lock) fails in seconds instead of hanging until the sample's timeout.
+    Thread-safe: :meth:`create_database` and :meth:`drop_database`
     may be called from several threads.
     """
 
     def __init__(self, base: Path | None = None, template_sql: str | None = None,
                  start_timeout: float = 30.0, stop_timeout: float = 10.0, strategy: str = "FILE_COPY",
-                 lock_timeout_s: float = 10.0) -> None:
+                 lock_timeout_s: float = 10.0, idle_in_transaction_s: float = 5.0) -> None:
         self.lock_timeout_s = lock_timeout_s
+        self.idle_in_transaction_s = idle_in_transaction_s
         if strategy not in ("FILE_COPY", "WAL_LOG"):
             raise ValueError(f"strategy must be FILE_COPY or WAL_LOG, not {strategy!r}")
         self.strategy = strategy
@@ -296,7 +299,8 @@ class PostgresService:
                  "-c", "unix_socket_permissions=0777", "-c", "fsync=off", "-c", "synchronous_commit=off",
                  "-c", "full_page_writes=off", "-c", "dynamic_shared_memory_type=mmap",
                  "-c", "max_connections=100", "-c", "logging_collector=off",
-                 "-c", f"lock_timeout={int(self.lock_timeout_s * 1000)}"],
+                 "-c", f"lock_timeout={int(self.lock_timeout_s * 1000)}",
+                 "-c", f"idle_in_transaction_session_timeout={int(self.idle_in_transaction_s * 1000)}"],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env={"LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"},
                 cwd="/", start_new_session=True, preexec_fn=self._death_signal(), **kwargs)
         finally:
