@@ -10,6 +10,7 @@ Modules (each small, each with one job):
 * :mod:`.builder`    -- ``ianvs dataset repo``: baseline, coverage, blank-and-verify, task records.
 * :mod:`.view`       -- copy-on-write (hard-link farm) view of the repository per sample.
 * :mod:`.execute`    -- run samples' injected code against the task's tests in the sandbox.
+* :mod:`.postgres`   -- a private PostgreSQL server per run (unix socket only), a database per sample.
 * :mod:`.metrics`    -- pass@k, FAIL_TO_PASS / PASS_TO_PASS shares, outcome counts.
 * :mod:`.kind`       -- the ``repo`` task kind (record schema, answers) for ``ianvs -f``.
 * :mod:`.prompts`    -- completion and chat prompts, the reference function.

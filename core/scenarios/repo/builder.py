@@ -22,13 +22,16 @@ import hashlib
 import json
 import logging
 import tempfile
+from contextlib import ExitStack
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.common.errors import IanvsError
 from core.scenarios.repo.coverage_map import measure
 from core.scenarios.repo.env import RepoEnv, ensure_env
 from core.scenarios.repo.functions import FunctionSite, blank, context_for, find_functions
+from core.scenarios.repo.postgres import PostgresService
 from core.scenarios.repo.source import RepoSource, materialise
 from core.scenarios.repo.testrun import run_tests
 from core.scenarios.repo.view import make_view
@@ -57,6 +60,9 @@ class BuildOptions:
     suite_timeout: float = 1800.0
     jobs: int = 2
     licence: str | None = None
+    #: services started for the build's test runs (``postgres``: one database per run, its URL in
+    #: ``DATABASE_URL``/``PG*`` of the test process); recorded in every task
+    services: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -99,18 +105,29 @@ def task_record(src: RepoSource, env: RepoEnv, rel: str, text: str, site: Functi
         "reference": site.body_text(text),
         "tests": {"fail_to_pass": f2p, "pass_to_pass": p2p, "deselect": opts.deselect},
         "problem": None, "model_written_tests": [],
+        "services": list(opts.services),
     }
 
 
 def build(opts: BuildOptions) -> BuildReport:
     """Build ``opts.output`` (JSON lines); return counts. Raises on a broken source or env."""
     report = BuildReport()
-    with tempfile.TemporaryDirectory(prefix="ianvs-repo-build-") as tmp:
+    unknown = sorted(set(opts.services) - {"postgres"})
+    if unknown:
+        raise IanvsError(f"--service {unknown[0]}: unknown service", hint="known services: postgres")
+    with tempfile.TemporaryDirectory(prefix="ianvs-repo-build-") as tmp, ExitStack() as services:
+        pg = services.enter_context(PostgresService()) if "postgres" in opts.services else None
+
+        def database_env(label: str) -> dict[str, str]:
+            """Variables of one test run: a fresh database when the postgres service is on."""
+            return services.enter_context(pg.database(label)).env if pg is not None else {}
+
         src = materialise(opts.repo, Path(tmp), opts.rev)
         env = ensure_env(opts.requirements, opts.cache_dir, opts.env)
         extra = [f"--deselect={d}" for d in opts.deselect]
         LOG.info("baseline run with coverage contexts of %s", src.name)
-        outcomes, cov = measure(env.python, src.root, opts.suite_timeout, opts.test_paths, extra)
+        outcomes, cov = measure(env.python, src.root, opts.suite_timeout, opts.test_paths, extra,
+                                env_extra=database_env("baseline"))
         passing = {t for t, o in outcomes.items() if o == "passed"}
         report.baseline_failures = sorted(t for t, o in outcomes.items() if o == "failed")
         LOG.info("baseline: %d passed, %d failed (excluded)", len(passing), len(report.baseline_failures))
@@ -138,7 +155,11 @@ def build(opts: BuildOptions) -> BuildReport:
             rel, text, site, tests = job
             with tempfile.TemporaryDirectory(prefix="ianvs-repo-blank-") as work:
                 view = make_view(src.root, Path(work, "r"), {rel: blank(text, site)})
-                got = run_tests(env.python, view, tests, opts.timeout, extra)
+                if pg is not None:
+                    with pg.database(site.name) as db:
+                        got = run_tests(env.python, view, tests, opts.timeout, extra, env_extra=db.env)
+                else:
+                    got = run_tests(env.python, view, tests, opts.timeout, extra)
             f2p = [t for t in tests if got.get(t) != "passed"]
             if not f2p:
                 return None

@@ -30,13 +30,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per blanked run")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--licence", help="SPDX id recorded in every task")
+    parser.add_argument("--service", action="append", default=[], choices=["postgres"], dest="services",
+                        help="start this service for the test runs (postgres: a private server, one fresh "
+                             "database per run in DATABASE_URL/PG*; needs .ci/postgres-deps.sh)")
 
 
 def run(args: argparse.Namespace) -> int:
     opts = BuildOptions(repo=args.repo, output=args.output, rev=args.rev, requirements=args.requirement,
                         env=args.env, cache_dir=args.cache_dir, test_paths=args.tests, deselect=args.deselect,
                         max_tasks=args.max_tasks, max_covering=args.max_covering, timeout=args.timeout,
-                        jobs=args.jobs, licence=args.licence)
+                        jobs=args.jobs, licence=args.licence, services=args.services)
     report = build(opts)
     sys.stdout.write(json.dumps(report.as_dict()) + "\n")
     sys.stdout.write(f"wrote {report.kept} tasks to {args.output}\n")

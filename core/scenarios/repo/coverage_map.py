@@ -28,13 +28,14 @@ json.dump(out, sys.stdout)
 
 
 def measure(python: Path, root: Path, timeout: float, test_ids: list[str] | None = None,
-            extra: list[str] | None = None) -> tuple[dict[str, str], dict[str, dict[int, set[str]]]]:
+            extra: list[str] | None = None,
+            env_extra: dict[str, str] | None = None) -> tuple[dict[str, str], dict[str, dict[int, set[str]]]]:
     """Run the tests with coverage contexts; return (outcomes, coverage map)."""
     with tempfile.TemporaryDirectory(prefix="ianvs-repo-cov-") as tmp:
         db = str(Path(tmp, ".coverage"))
         outcomes = run_tests(python, root, test_ids or [], timeout,
                              extra=[f"--cov={root}", "--cov-context=test", "--cov-report=", *(extra or [])],
-                             env_extra={"COVERAGE_FILE": db})
+                             env_extra={**(env_extra or {}), "COVERAGE_FILE": db})
         raw = subprocess.run([str(python), "-c", _READER, db], check=True, capture_output=True, text=True).stdout
     cov: dict[str, dict[int, set[str]]] = {}
     for fname, lines in json.loads(raw).items():

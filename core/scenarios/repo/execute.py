@@ -22,13 +22,14 @@ import json
 import logging
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from core.common.errors import IanvsError
 from core.scenarios.repo.env import RepoEnv, default_cache_dir
 from core.scenarios.repo.functions import FunctionSite, InjectionError, blank, find_functions, inject
+from core.scenarios.repo.postgres import PostgresDatabase, PostgresService
 from core.scenarios.repo.view import make_view
 from core.testenvmanager.sandbox import ExecRequest, ExecResult, get_executor
 from core.testenvmanager.sandbox.types import ExecMode
@@ -105,13 +106,29 @@ def _edited(task: dict, root: Path, code: str | None) -> str:
     return inject(text, site, code)
 
 
+def _with_databases(requests: Iterable[ExecRequest], service: PostgresService,
+                    live: dict[str, PostgresDatabase]) -> Iterator[ExecRequest]:
+    """Each request with a fresh database of ``service``: created when the executor takes the
+    request (so at most its send window of databases exist at once), its variables set in the
+    sample's own process by a prelude of the program -- never in this process's environment."""
+    for req in requests:
+        db = service.create_database(req.id)
+        live[req.id] = db
+        yield replace(req, program=f"import os as _o\n_o.environ.update({db.env!r})\ndel _o\n" + req.program)
+
+
 def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path,
                 workers: int = 2, timeout: float = 60.0, min_isolation: str = "kernel",
-                reference: bool = False, audit_hook: bool = False) -> Iterator[SampleResult]:
+                reference: bool = False, audit_hook: bool = False,
+                service: PostgresService | None = None) -> Iterator[SampleResult]:
     """Yield one :class:`SampleResult` per sample (completion order).
 
     ``reference=True`` runs the file unchanged (the gold control; ``code`` is ignored).
     A sample whose code cannot be injected is ``syntax_error`` without running anything.
+    ``service`` (a started :class:`PostgresService`): every sample gets its own database
+    (``DATABASE_URL`` and ``PG*`` in its environment), dropped when its result arrives (or
+    when this generator is closed); the sandbox gets the service's socket directory as its only
+    ``socket_dirs`` allowance.
     """
     views_dir = views_dir.resolve()
     if any(views_dir == Path(p) or Path(p) in views_dir.parents for p in PRIVATE_IN_SANDBOX):
@@ -143,11 +160,22 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
         by_id = {s.sample_id: s for s in samples}
         if not requests:
             return
-        with get_executor("local", workers=workers, min_isolation=min_isolation, python=str(env.python),
-                          hide_packages=False, read_paths=[str(tmp), site], audit_hook=audit_hook) as ex:
-            for res in ex.run(requests):
-                yield _result(by_id[res.id], res)
-                shutil.rmtree(views.pop(res.id), ignore_errors=True)
+        live: dict[str, PostgresDatabase] = {}
+        sockets = [str(service.socket_dir)] if service is not None else None
+        stream = _with_databases(requests, service, live) if service is not None else requests
+        try:
+            with get_executor("local", workers=workers, min_isolation=min_isolation, python=str(env.python),
+                              hide_packages=False, read_paths=[str(tmp), site], audit_hook=audit_hook,
+                              socket_dirs=sockets) as ex:
+                for res in ex.run(stream):
+                    if service is not None and res.id in live:
+                        service.drop_database(live.pop(res.id))
+                    yield _result(by_id[res.id], res)
+                    shutil.rmtree(views.pop(res.id), ignore_errors=True)
+        finally:
+            if service is not None and service.pid is not None:
+                for db in list(live.values()):
+                    service.drop_database(db)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

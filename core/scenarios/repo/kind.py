@@ -29,7 +29,9 @@ __all__ = ["RepoKind", "RECORD_FIELDS", "answer_code", "load_tasks"]
 #: top-level fields of a task record (see module docstring); anything else is a typo
 RECORD_FIELDS = {"task_id", "kind", "repo", "env", "file", "file_sha256", "qualname", "name",
                  "class_name", "position", "signature", "docstring", "context", "reference",
-                 "tests", "problem", "problem_by", "model_written_tests", "metadata"}
+                 "tests", "problem", "problem_by", "model_written_tests", "services", "metadata"}
+#: services a task may ask the harness for (see :mod:`core.scenarios.repo.postgres`)
+SERVICES = {"postgres"}
 _REQUIRED_STR = ("task_id", "file", "qualname", "name", "signature", "context", "reference")
 
 
@@ -68,6 +70,10 @@ def _check_nested(record: Mapping[str, Any], source: str | None, line: int | Non
         if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
             raise DatasetError(f"field 'tests.{key}' must be a list of pytest node ids",
                                source=source, line=line)
+    services = record.get("services") or []
+    if not isinstance(services, list) or set(services) - SERVICES:
+        raise DatasetError(f"field 'services' must be a list of known services, got {services!r}",
+                           source=source, line=line, hint=f"known services: {', '.join(sorted(SERVICES))}")
     if not tests.get("fail_to_pass"):
         raise DatasetError("field 'tests.fail_to_pass' must not be empty (a task nothing can fail "
                            "is not a task)", source=source, line=line)

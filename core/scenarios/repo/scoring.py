@@ -19,6 +19,9 @@ repository's code and its tests share one interpreter).
 * **Sources** are materialised once per content hash into the cache (``repo-src/`` next to the
   environments) and must match the tasks' recorded ``repo.content_hash``; a mismatch or a
   repository without a ``sources`` entry is a ConfigError naming the fix.
+* **Services**: tasks recording ``services: [postgres]`` run against a private PostgreSQL server
+  started for them (:mod:`.postgres`: unix socket only, one database per sample, stopped
+  afterwards); other tasks use what their tests default to (e.g. SQLite).
 * **Environments** come from the tasks' ``env.requirements`` (:func:`.env.ensure_env`; created
   once, which needs the package index, then reused offline).
 * **Resume**: each finished sample is appended to ``repo_executions.jsonl`` in the test case
@@ -42,6 +45,7 @@ import shutil
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +54,7 @@ from core.common.progress import progress_bar
 from core.scenarios.repo.env import default_cache_dir, ensure_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
 from core.scenarios.repo.metrics import OUTCOMES, summarise
+from core.scenarios.repo.postgres import PostgresService
 from core.scenarios.repo.source import materialise
 
 __all__ = ["repo_tests", "EXECUTIONS_FILE", "source_root"]
@@ -94,8 +99,10 @@ def source_root(spec: Path, want_hash: str, cache: Path | None = None) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _key(task_id: str, index: int, code: str | None) -> str:
-    return hashlib.sha256(json.dumps([task_id, index, code]).encode()).hexdigest()[:24]
+def _key(rec: Mapping[str, Any], index: int, code: str | None) -> str:
+    """Cache key of one sample: what decides its result (task, tests, services, source, code)."""
+    what = [rec["id"], index, code, rec["tests"], rec.get("services") or [], rec["repo"]["content_hash"]]
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:24]
 
 
 def _load_done(path: Path) -> dict[str, SampleResult]:
@@ -127,7 +134,7 @@ def _samples(y_pred: Sequence[Any], context: Any) -> Iterator[tuple[dict[str, An
                 yield rec, "", None
                 continue
             code = kind.answer(str(sample.get("raw_output") or ""), rec)
-            yield rec, _key(rec["id"], index, code), Sample(f"{rec['id']}#{index}", rec, code)
+            yield rec, _key(rec, index, code), Sample(f"{rec['id']}#{index}", rec, code)
 
 
 def _sandbox_options(settings: Mapping[str, Any]) -> tuple[int, str]:
@@ -152,7 +159,7 @@ def repo_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, k: int |
     done = _load_done(log_path)
     tasks: dict[str, dict[str, Any]] = {}
     results: list[SampleResult] = []
-    pending: dict[str, list[tuple[str, Sample]]] = defaultdict(list)
+    pending: dict[tuple[str, tuple[str, ...]], list[tuple[str, Sample]]] = defaultdict(list)
     generation_errors = 0
     for rec, key, sample in _samples(y_pred, context):
         tasks[rec["id"]] = rec
@@ -161,11 +168,11 @@ def repo_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, k: int |
         elif key in done:
             results.append(done[key])
         else:
-            pending[rec["repo"]["content_hash"]].append((key, sample))
+            pending[(rec["repo"]["content_hash"], tuple(rec.get("services") or ()))].append((key, sample))
     total = sum(len(v) for v in pending.values())
     with open(log_path, "a", encoding="utf-8") as log, \
             progress_bar(total, "repo tests", "sample", getattr(context, "show_progress", True)) as bar:
-        for want, items in pending.items():
+        for (want, services), items in pending.items():
             first = items[0][1].task
             name = first["repo"]["name"]
             if not sources or name not in sources:
@@ -175,12 +182,15 @@ def repo_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, k: int |
             root = source_root((base / sources[name]).resolve(), want)
             env = ensure_env(list(first.get("env", {}).get("requirements") or []))
             keys = {s.sample_id: key for key, s in items}
-            for res in run_samples([s for _k, s in items], root, env, default_views_dir(),
-                                   workers=workers, timeout=float(timeout), min_isolation=min_isolation):
-                log.write(json.dumps({"key": keys[res.sample_id], **res.__dict__}) + "\n")
-                log.flush()
-                results.append(res)
-                bar.update(1)
+            with ExitStack() as stack:
+                service = stack.enter_context(PostgresService()) if "postgres" in services else None
+                for res in run_samples([s for _k, s in items], root, env, default_views_dir(),
+                                       workers=workers, timeout=float(timeout), min_isolation=min_isolation,
+                                       service=service):
+                    log.write(json.dumps({"key": keys[res.sample_id], **res.__dict__}) + "\n")
+                    log.flush()
+                    results.append(res)
+                    bar.update(1)
     return _row(results, tasks, ks, sources or {}, generation_errors, workspace)
 
 

@@ -996,8 +996,9 @@ def _prepare_walls(cfg: dict, facts: dict, walls_module, libc) -> dict:
     if cfg.get("seccomp", True):
         try:
             if walls_module.seccomp_available():
-                walls["seccomp_deny"] = walls_module.seccomp_program(allow_subprocess=False)
-                walls["seccomp_allow"] = walls_module.seccomp_program(allow_subprocess=True)
+                unix = bool(cfg.get("socket_dirs"))  # the explicit service-socket allowance
+                walls["seccomp_deny"] = walls_module.seccomp_program(allow_subprocess=False, allow_unix=unix)
+                walls["seccomp_allow"] = walls_module.seccomp_program(allow_subprocess=True, allow_unix=unix)
                 facts["seccomp"] = True
         except (OSError, ValueError) as exc:
             facts["notes"].append(f"seccomp unavailable: {exc}")
@@ -1025,7 +1026,8 @@ def main() -> int:
             cgroup_mounts = sorted({os.path.dirname(p) for p in facts["cgroups"].values()})
             mfacts = modules["mounts"].setup(scratch, cgroup_mounts,
                                              hide_packages=bool(cfg.get("hide_packages", True)),
-                                             expose=list(cfg.get("read_paths") or []))
+                                             expose=list(cfg.get("read_paths") or []),
+                                             sockets=list(cfg.get("socket_dirs") or []))
             facts["notes"].extend(mfacts.pop("notes"))
             facts["mounts"] = mfacts
             if not mfacts["mountns"]:

@@ -101,6 +101,15 @@ class LocalExecutor(Executor):
     read_paths:
         extra directories sandboxed code may read (Landlock); by default only system directories
         (``/usr``, ``/lib*``, ``/bin``, ``/sbin``, ``/etc``) and the interpreter's prefix.
+    socket_dirs:
+        the one allowance for services (default none): each directory is bound read-only at its
+        own path into the sandbox's view (also when it sits under ``/tmp`` or ``/run``, which are
+        otherwise private) and seccomp lets ``socket(AF_UNIX)`` through, so samples can connect
+        to a service's socket there (the repo kind's PostgreSQL). Landlock (ABI <= 7) does not
+        govern connecting to named sockets: with this set, a sample can also reach any other
+        named socket its uid may open that is visible in its view; nothing under the private
+        ``/tmp``, ``/run``, ``/var/tmp``, ``/dev/shm`` is visible, and abstract sockets stay
+        blocked by the network namespace. The service must authenticate each sample.
     hide_packages:
         cover the interpreter's site-/dist-packages with an empty file system (default), so
         third-party packages and the data they ship (benchmark problem files) are unreadable.
@@ -148,6 +157,7 @@ class LocalExecutor(Executor):
         seccomp: bool = True,
         read_paths: list[str] | None = None,
         hide_packages: bool = True,
+        socket_dirs: list[str] | None = None,
         workdir_mb: int = 256,
         workdir_inodes: int = 16384,
         boundary_limit_mb: int = 16,
@@ -187,7 +197,8 @@ class LocalExecutor(Executor):
             "workers": workers, "drop_uid": bool(drop_uid), "uid_base": int(uid_base),
             "netns": bool(netns), "mountns": bool(mountns), "landlock": bool(landlock),
             "seccomp": bool(seccomp), "read_paths": [os.path.abspath(p) for p in read_paths or []],
-            "hide_packages": bool(hide_packages), "workdir_mb": int(workdir_mb),
+            "hide_packages": bool(hide_packages), "socket_dirs": [os.path.abspath(p) for p in socket_dirs or []],
+            "workdir_mb": int(workdir_mb),
             "workdir_inodes": int(workdir_inodes), "scratch_parent": scratch_parent,
             "boundary_limits": {"max_bytes": int(boundary_limit_mb) << 20},
             "audit_hook": bool(audit_hook), "judge_requests": int(judge_requests),

@@ -132,6 +132,33 @@ def _expose_prefixes(prefixes: list[str], staging: str, notes: list[str]) -> lis
     return exposed
 
 
+def _hold(paths: list[str], notes: list[str]) -> list[tuple[str, int]]:
+    """``O_PATH`` descriptors of ``paths`` taken before the private tmpfs mounts hide them."""
+    held: list[tuple[str, int]] = []
+    for path in paths:
+        try:
+            held.append((os.path.realpath(path), os.open(path, os.O_PATH | os.O_DIRECTORY)))
+        except OSError as exc:
+            notes.append(f"socket dir {path}: {exc}")
+    return held
+
+
+def _bind_held(held: list[tuple[str, int]], notes: list[str]) -> list[str]:
+    """Bind each held directory back at its own path, read-only; close the descriptors."""
+    bound: list[str] = []
+    for path, fd in held:
+        try:
+            os.makedirs(path, 0o755, exist_ok=True)
+            mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND)
+            mount(None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+            bound.append(path)
+        except OSError as exc:
+            notes.append(f"cannot bind socket dir {path}: {exc}")
+        finally:
+            os.close(fd)
+    return bound
+
+
 def _package_dirs() -> list[str]:
     """site-/dist-packages directories of this interpreter and of the system Pythons."""
     import glob
@@ -152,7 +179,7 @@ def _package_dirs() -> list[str]:
 
 
 def setup(scratch: str, keep_writable: list[str], hide_packages: bool = True,
-          expose: list[str] | None = None) -> dict:
+          expose: list[str] | None = None, sockets: list[str] | None = None) -> dict:
     """Build the server's private view (see the module docstring); returns facts.
 
     ``scratch`` is where the fresh scratch tmpfs goes (created if missing; it stays writable),
@@ -160,6 +187,9 @@ def setup(scratch: str, keep_writable: list[str], hide_packages: bool = True,
     Must run in a fresh mount namespace, before any child is forked. ``expose`` lists extra
     read-only paths (the executor's ``read_paths``) that are bound back like the interpreter's
     prefixes when they sit under a directory other users cannot search (``/root/...``).
+    ``sockets`` lists directories holding a service's unix socket (the executor's
+    ``socket_dirs``): each is bound back read-only at its own path even under the private
+    ``/tmp``/``/run`` tmpfs (held by an ``O_PATH`` descriptor while the tmpfs goes on).
     """
     notes: list[str] = []
     facts: dict = {"mountns": False, "private_tmp": [], "exposed_prefixes": [],
@@ -172,6 +202,7 @@ def setup(scratch: str, keep_writable: list[str], hide_packages: bool = True,
     facts["mountns"] = True
     prefixes = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *(expose or []))
                        if os.path.isdir(p)})
+    held = _hold(sockets or [], notes)
     for path in ("/tmp", "/dev/shm", "/run", "/var/tmp", "/var/run"):
         if os.path.isdir(path) and not os.path.islink(path):
             try:
@@ -185,6 +216,7 @@ def setup(scratch: str, keep_writable: list[str], hide_packages: bool = True,
     os.mkdir(staging, 0o700)
     facts["exposed_prefixes"] = _expose_prefixes(prefixes, staging, notes)
     os.rmdir(staging)
+    facts["socket_dirs"] = _bind_held(held, notes)
     if hide_packages:
         for path in _package_dirs():
             try:

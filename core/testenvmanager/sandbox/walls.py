@@ -678,6 +678,7 @@ _CLONE_NS_MASK = (0x00020000    # CLONE_NEWNS
                   | 0x20000000  # CLONE_NEWPID
                   | 0x40000000  # CLONE_NEWNET
                   | 0x00000080)  # CLONE_NEWTIME (see module docstring)
+_AF_UNIX = 1
 _AF_INET = 2
 _AF_INET6 = 10
 _PER_LINUX = 0
@@ -796,7 +797,7 @@ def _emit_dispatch(asm: _Asm, rules: list[tuple[int, str]]) -> None:
     _emit_dispatch(asm, rules[mid:])
 
 
-def _build_program(allow_subprocess: bool, arch: str) -> bytes:
+def _build_program(allow_subprocess: bool, arch: str, allow_unix: bool = False) -> bytes:
     audit_arch, _, x32 = _ARCHES[arch]
 
     def nr(name: str) -> int:
@@ -833,6 +834,8 @@ def _build_program(allow_subprocess: bool, arch: str) -> bytes:
     # socket(domain, ...)
     asm.label("socket")
     asm.ld(_OFF_ARG0_LO)
+    if allow_unix:  # the executor's ``socket_dirs`` allowance (a service's socket, e.g. PostgreSQL)
+        asm.jeq(_AF_UNIX, "allow")
     asm.jeq(_AF_INET, "allow")
     asm.jeq(_AF_INET6, "allow", "eacces")
     # personality(persona): unsigned int
@@ -862,7 +865,7 @@ class _SockFprog(ctypes.Structure):
 _Prepared = tuple[ctypes.Array[ctypes.c_char], _SockFprog, ctypes.c_void_p]
 #: program bytes -> prepared form, filled in the parent by :func:`seccomp_program`
 _PREPARED: dict[bytes, _Prepared] = {}
-_PROGRAMS: dict[tuple[bool, str], bytes] = {}
+_PROGRAMS: dict[tuple[bool, str, bool], bytes] = {}
 
 
 def _prepare(program: bytes) -> _Prepared:
@@ -876,8 +879,12 @@ def _prepare(program: bytes) -> _Prepared:
     return buf, fprog, ctypes.c_void_p(ctypes.addressof(fprog))
 
 
-def seccomp_program(allow_subprocess: bool, arch: str | None = None) -> bytes:
+def seccomp_program(allow_subprocess: bool, arch: str | None = None, allow_unix: bool = False) -> bytes:
     """The policy (:data:`SECCOMP_TABLE`) as a raw ``struct sock_filter`` array for *arch*.
+
+    ``allow_unix`` lets ``socket(AF_UNIX, ...)`` through (the only change): the executor sets it
+    when it was given ``socket_dirs`` (a service such as the repo kind's PostgreSQL), so a sample
+    can connect to the service's socket bound into its mount namespace.
 
     *arch* is ``"x86_64"`` or ``"aarch64"``; ``None`` means the running machine. Deterministic and
     cached: repeated calls return the same object. Programs for the native arch are also prepared
@@ -890,10 +897,10 @@ def seccomp_program(allow_subprocess: bool, arch: str | None = None) -> bytes:
     target = arch if arch is not None else _ARCH
     if target is None or target not in _ARCHES:
         raise ValueError(f"seccomp_program: unsupported architecture {arch or os.uname().machine!r}")
-    key = (bool(allow_subprocess), target)
+    key = (bool(allow_subprocess), target, bool(allow_unix))
     program = _PROGRAMS.get(key)
     if program is None:
-        program = _PROGRAMS[key] = _build_program(bool(allow_subprocess), target)
+        program = _PROGRAMS[key] = _build_program(bool(allow_subprocess), target, bool(allow_unix))
         if target == _ARCH:
             _PREPARED[program] = _prepare(program)
     return program

@@ -1,11 +1,14 @@
 """Gold controls over every shipped repo dataset (every task, in the sandbox): the reference body,
 injected by AST position exactly like a model's answer, passes all the task's tests, and the
 blanked body passes none of its FAIL_TO_PASS tests. A broken task therefore cannot ship.
+A set whose tasks need ``services: [postgres]`` runs against the private PostgreSQL service (one
+database per sample); it is skipped, naming the install script, where PostgreSQL is not installed.
 Also checks each set's records (>= 50 tasks, licence, pins, schema, content hash of the shipped
 source) and that the example's testenv names a source for every shipped set."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -14,20 +17,22 @@ from core.scenarios import get_kind
 from core.scenarios.repo.env import RepoEnv, ensure_env
 from core.scenarios.repo.execute import Sample, run_samples
 from core.scenarios.repo.kind import load_tasks
+from core.scenarios.repo.postgres import PostgresService, PostgresUnavailable
 from core.scenarios.repo.prompts import reference_code
 from core.scenarios.repo.source import materialise
 from tests.scenarios.repo.conftest import shipped_sets
 
 SETS = shipped_sets()
+IDS = [path.name.removesuffix("-tasks.jsonl") for _name, path, _src in SETS]
 
 
 def test_every_set_has_a_source() -> None:
-    assert len(SETS) >= 1
+    assert len(SETS) >= 3
     for _name, _tasks, source in SETS:
         assert source.exists(), source
 
 
-@pytest.mark.parametrize("spec", SETS, ids=[s[0] for s in SETS])
+@pytest.mark.parametrize("spec", SETS, ids=IDS)
 def test_shipped_records(spec: tuple[str, Path, Path]) -> None:
     name, path, _source = spec
     assert get_kind("repo").check_file(path) >= 50
@@ -38,7 +43,7 @@ def test_shipped_records(spec: tuple[str, Path, Path]) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("spec", SETS, ids=[s[0] for s in SETS])
+@pytest.mark.parametrize("spec", SETS, ids=IDS)
 def test_gold_controls(spec: tuple[str, Path, Path], views_dir: Path) -> None:
     _name, path, source = spec
     tasks = load_tasks(path)
@@ -47,7 +52,15 @@ def test_gold_controls(spec: tuple[str, Path, Path], views_dir: Path) -> None:
     env: RepoEnv = ensure_env(list(tasks[0]["env"].get("requirements") or []))
     ref = [Sample(t["task_id"] + "#ref", t, reference_code(t)) for t in tasks]
     blank = [Sample(t["task_id"] + "#blank", t, None) for t in tasks]
-    results = {r.sample_id: r for r in run_samples(ref + blank, src.root, env, views_dir / "views", timeout=120)}
+    with ExitStack() as stack:
+        service = None
+        if "postgres" in (tasks[0].get("services") or []):
+            try:
+                service = stack.enter_context(PostgresService())
+            except PostgresUnavailable as exc:
+                pytest.skip(exc.render())
+        results = {r.sample_id: r for r in run_samples(ref + blank, src.root, env, views_dir / "views",
+                                                       timeout=120, service=service)}
     bad_ref = [(s.sample_id, results[s.sample_id].outcome, results[s.sample_id].detail[-200:])
                for s in ref if results[s.sample_id].outcome != "passed"]
     assert not bad_ref

@@ -119,3 +119,10 @@ def test_an_environment_that_cannot_be_made_is_one_readable_error(tmp_path: Path
     with pytest.raises(IanvsError, match="could not create the repository environment") as info:
         ensure_env(["no-such-package-ianvs-zzz==9.9.9"], tmp_path)
     assert "no-such-package-ianvs-zzz" in str(info.value) and "package index" in str(info.value)
+
+
+def test_services_are_checked() -> None:
+    kind = get_kind("repo")
+    assert kind.validate({**TASK, "services": ["postgres"]})["services"] == ["postgres"]
+    with pytest.raises(DatasetError, match=r"services.*mysql.*known services: postgres"):
+        kind.validate({**TASK, "services": ["mysql"]})
