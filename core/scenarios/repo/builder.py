@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.scenarios.repo.authoring import AuthoringOptions, author
 from core.scenarios.repo.coverage_map import measure
 from core.scenarios.repo.env import RepoEnv, ensure_env
 from core.scenarios.repo.functions import FunctionSite, blank, context_for, find_functions
@@ -57,6 +58,7 @@ class BuildOptions:
     suite_timeout: float = 1800.0
     jobs: int = 2
     licence: str | None = None
+    authoring: AuthoringOptions | None = None  # --llm-problems / --llm-tests
 
 
 @dataclass
@@ -66,11 +68,15 @@ class BuildReport:
     kept: int = 0
     baseline_failures: list[str] = field(default_factory=list)
     dropped_no_failure: int = 0
+    authoring: dict[str, object] | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {"functions": self.functions, "covered": self.covered, "kept": self.kept,
-                "baseline_failures": len(self.baseline_failures),
-                "dropped_blank_still_passes": self.dropped_no_failure}
+        out: dict[str, object] = {"functions": self.functions, "covered": self.covered, "kept": self.kept,
+                                  "baseline_failures": len(self.baseline_failures),
+                                  "dropped_blank_still_passes": self.dropped_no_failure}
+        if self.authoring is not None:
+            out["llm"] = self.authoring
+        return out
 
 
 def _candidate_files(root: Path) -> list[Path]:
@@ -158,6 +164,8 @@ def build(opts: BuildOptions) -> BuildReport:
                 elif len(records) < opts.max_tasks:
                     records.append(rec)
         report.kept = len(records)
+        if opts.authoring is not None:  # model-written problems/tests, validated (authoring.py)
+            report.authoring = author(records, src.root, env, opts.authoring).as_dict()
         opts.output.parent.mkdir(parents=True, exist_ok=True)
         with open(opts.output, "w") as fh:
             for rec in records:
