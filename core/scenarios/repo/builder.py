@@ -9,7 +9,9 @@ Steps (each bounded so a build on a shared machine stays predictable):
    body (docstring kept) and run only its covering tests (at most ``max_covering``, with a
    timeout); keep the task iff at least one fails (FAIL_TO_PASS). A sample of covering tests that
    still pass is recorded as PASS_TO_PASS;
-4. write one JSON record per task (see :func:`task_record`).
+4. optionally (``opts.authoring``) let a model write problem statements and extra tests, kept
+   only when validated (:mod:`.authoring`);
+5. write one JSON record per task (see :func:`task_record`).
 
 Contract: a kept task's reference body passed all its tests in the baseline and its blanked body
 failed every FAIL_TO_PASS test in the builder's run. ``tests/scenarios/repo`` re-checks both on

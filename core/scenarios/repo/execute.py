@@ -3,7 +3,8 @@
 Per sample: a hard-link view (:mod:`.view`) with the task's file replaced by the injected version,
 then one sandbox request (``script`` mode, in-process grading) that puts the view and the
 repository environment's site-packages on ``sys.path`` and runs pytest on exactly the task's
-FAIL_TO_PASS + PASS_TO_PASS tests. The fork server is started with the environment's interpreter
+FAIL_TO_PASS + PASS_TO_PASS tests (then the node ids of its ``model_written_tests``, whose files
+are written at the view's root). The fork server is started with the environment's interpreter
 (``LocalExecutor(python=...)``) with that environment's packages readable (``hide_packages=False``)
 and the views directory as an extra read-only path. Views are removed after each result.
 
