@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import shutil
 import sys
 import tempfile
 import time
@@ -40,17 +39,14 @@ def main() -> None:
     every = load_tasks(DATA / "toolz-tasks.jsonl", None)
     step = max(1, len(every) // args.tasks)
     tasks = every[::step][:args.tasks]
-    base = default_views_dir()
-    base.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="bench-", dir=base))
-    try:
-        src = materialise(str(DATA / "toolz-1.0.0.tar.gz"), work / "src")
-        env = ensure_env([])
+    default_views_dir().mkdir(parents=True, exist_ok=True)
+    env = ensure_env([])
+    with tempfile.TemporaryDirectory(prefix="bench-", dir=default_views_dir()) as work:
+        src = materialise(str(DATA / "toolz-1.0.0.tar.gz"), Path(work, "src"))
         started = time.perf_counter()
-        report = author(tasks, src.root, env, AuthoringOptions(problems=True, tests=True, views_dir=work / "views"))
+        opts = AuthoringOptions(problems=True, tests=True, views_dir=Path(work, "views"))
+        report = author(tasks, src.root, env, opts)
         total = time.perf_counter() - started
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     for t in tasks:
         kept = [n for w in t["model_written_tests"] for n in w["tests"]]
         print(f"{t['qualname']:<32} problem={'yes' if t.get('problem_author') else '-':<4} kept={len(kept)}")

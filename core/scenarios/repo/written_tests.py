@@ -9,7 +9,7 @@ A candidate test module (the code a model wrote for one task) goes through:
    :mod:`.authoring`): imports only from an allow-list (safe standard-library modules,
    ``pytest``, the repository's own top-level packages and the packages installed in its
    environment minus build/test tooling); no ``exec``/``eval``/``compile``/``__import__``/
-   ``open``/``globals``/``breakpoint``/``input``...; no dunder attribute other than a few
+   ``open``/``globals``/``breakpoint`` and no call of ``input``/``vars``/``locals``/``exit``...; no dunder attribute other than a few
    harmless ones (``__name__``, ``__doc__``...) and no ``getattr``/``setattr`` with a dunder string.
    A module that fails is dropped as ``unsafe`` with the reason.
 3. :func:`prune` -- drop the tests that failed validation, by AST line range (decorators
@@ -38,8 +38,11 @@ SAFE_STDLIB = frozenset({
 TOOLING = frozenset({"pip", "setuptools", "pkg_resources", "_distutils_hack", "coverage", "pytest_cov",
                      "_pytest", "py", "pluggy", "iniconfig", "packaging", "wheel", "distutils"})
 
-FORBIDDEN_NAMES = frozenset({"exec", "eval", "compile", "__import__", "open", "globals", "locals", "vars",
-                             "breakpoint", "input", "exit", "quit", "memoryview", "__builtins__"})
+#: Builtins a written test may not name at all.
+FORBIDDEN_NAMES = frozenset({"exec", "eval", "compile", "__import__", "open", "globals", "breakpoint",
+                             "__builtins__"})
+#: Builtins it may not call (their names are common variable names: ``input = [1, 2]`` is fine).
+FORBIDDEN_CALLS = frozenset({"input", "vars", "locals", "exit", "quit", "memoryview"})
 
 ALLOWED_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__wrapped__",
                              "__init__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
@@ -119,6 +122,8 @@ def unsafe_reason(code: str, allowed: frozenset[str]) -> str | None:
                 return f"imports from {node.module}"
         elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
             return f"uses {node.id}"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
+            return f"calls {node.func.id}"
         elif isinstance(node, ast.Attribute) and node.attr.startswith("__") and node.attr not in ALLOWED_DUNDERS:
             return f"accesses attribute {node.attr}"
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \

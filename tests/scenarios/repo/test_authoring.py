@@ -123,12 +123,13 @@ def test_cli_bad_llm_option_is_one_readable_line(tmp_path: Path, capsys: pytest.
 def test_static_checks(mini_repo: Path) -> None:
     allowed = allowed_imports(mini_repo, None)
     assert {"minilib", "math", "pytest"} <= allowed and "os" not in allowed
-    assert unsafe_reason("from minilib.core import add\nimport math\n", allowed) is None
+    assert unsafe_reason("from minilib.core import add\nimport math\ninput = [1]\nadd(*input)\n", allowed) is None
     for code, why in [("import subprocess", "imports subprocess"), ("from os import path", "imports from os"),
                       ("eval('1')", "uses eval"), ("open('/etc/passwd')", "uses open"),
                       ("().__class__", "accesses attribute __class__"),
                       ("getattr(f, '__globals__')", "getattr with a dunder name"),
-                      ("from . import x", "relative import"), ("__import__('os')", "uses __import__")]:
+                      ("from . import x", "relative import"), ("__import__('os')", "uses __import__"),
+                      ("input()", "calls input")]:
         assert unsafe_reason(code, allowed) == why, code
     assert parse_candidate("def test_x(:") == "syntax_error"
     assert parse_candidate("def helper():\n    pass\n") == "no_tests"
