@@ -46,7 +46,7 @@ from core.scenarios.repo.env import RepoEnv
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
 from core.scenarios.repo.written_tests import Candidate, allowed_imports, parse_candidate, prune, unsafe_reason
 
-__all__ = ["AuthoringOptions", "AuthoringReport", "author", "DROP_REASONS", "written_file_name"]
+__all__ = ["AuthoringOptions", "AuthoringReport", "author", "DROP_REASONS", "node_outcome", "written_file_name"]
 
 LOG = logging.getLogger(__name__)
 
@@ -101,6 +101,20 @@ class AuthoringReport:
                 "tasks_with_kept_tests": self.tasks_with_kept_tests,
                 "generation_errors": self.generation_errors,
                 "generation_s": round(self.generation_s, 1), "validation_s": round(self.validation_s, 1)}
+
+
+def node_outcome(tests: dict[str, str], node: str) -> str | None:
+    """Outcome of test ``node`` in a run's ``{nodeid: outcome}``; a parametrised test (reported as
+    ``node[...]`` cases) is ``failed`` if any case failed, ``passed`` if all passed, else
+    ``skipped``; ``None`` when it never reported (e.g. a collection error)."""
+    if node in tests:
+        return tests[node]
+    cases = [v for k, v in tests.items() if k.startswith(node + "[")]
+    if not cases:
+        return None
+    if "failed" in cases:
+        return "failed"
+    return "passed" if all(v == "passed" for v in cases) else "skipped"
 
 
 def written_file_name(task_id: str, index: int, root: Path) -> str:
@@ -216,9 +230,9 @@ def _write_tests(records: list[dict[str, Any]], gen: Generator, root: Path, env:
             continue
         good: set[str] = set()
         for name, node in zip(m.cand.tests, m.node_ids()):
-            if orig.tests.get(node) != "passed":
+            if node_outcome(orig.tests, node) != "passed":
                 report.drop("fails_on_original")
-            elif blank.tests.get(node) != "failed":
+            elif node_outcome(blank.tests, node) != "failed":
                 report.drop("passes_on_blank")
             else:
                 good.add(name)
@@ -238,7 +252,8 @@ def _write_tests(records: list[dict[str, Any]], gen: Generator, root: Path, env:
         ids = [t for w in written for t in w["tests"]]
         stable = (orig.outcome != "timeout" and blank.outcome != "timeout"
                   and all(orig.tests.get(t) == "passed" for t in own)
-                  and all(orig.tests.get(t) == "passed" and blank.tests.get(t) == "failed" for t in ids))
+                  and all(node_outcome(orig.tests, t) == "passed" and node_outcome(blank.tests, t) == "failed"
+                          for t in ids))
         if not stable:
             LOG.info("%s: written tests dropped: unstable with the task's own tests", tid)
             report.drop("unstable", len(ids))

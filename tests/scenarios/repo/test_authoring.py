@@ -22,7 +22,13 @@ ID = "minirepo/minilib/core.py::"
 ADD_TESTS = '''Here are the tests:
 
 ```python
+import pytest
 from minilib.core import add
+
+
+@pytest.mark.parametrize("a, b, total", [(1, 2, 3), (-1, 1, 0)])
+def test_add_cases(a, b, total):
+    assert add(a, b) == total
 
 
 def test_add_small():
@@ -66,7 +72,7 @@ def test_written_tests_validated(mini_repo: Path, repo_env: RepoEnv, replies: Pa
     report = build(BuildOptions(repo=str(mini_repo), output=out, env=repo_env.root, authoring=opts))
     llm = report.as_dict()["llm"]
     assert isinstance(llm, dict)
-    assert llm["tests_written"] == 9 and llm["tests_kept"] == 2 and llm["tasks_with_kept_tests"] == 2
+    assert llm["tests_written"] == 10 and llm["tests_kept"] == 3 and llm["tasks_with_kept_tests"] == 2
     assert llm["tests_dropped"] == {"syntax_error": 1, "no_tests": 1, "unsafe": 2, "timeout": 1,
                                     "fails_on_original": 1, "passes_on_blank": 1, "unstable": 0}
     assert llm["problems_asked"] == 3 and llm["problems_written"] == 1
@@ -79,7 +85,8 @@ def test_written_tests_validated(mini_repo: Path, repo_env: RepoEnv, replies: Pa
     assert tasks["twin"]["problem_author"]["written_by"] == "model"
     assert tasks["add"]["problem"] is None and "problem_author" not in tasks["add"]
     [written] = tasks["add"]["model_written_tests"]
-    assert written["file"].startswith("test_ianvs_written_") and written["tests"] == [f"{written['file']}::test_add_small"]
+    assert written["file"].startswith("test_ianvs_written_")
+    assert written["tests"] == [f"{written['file']}::test_add_cases", f"{written['file']}::test_add_small"]
     assert "test_add_small" in written["code"] and "test_add_wrong" not in written["code"]
     assert "test_add_trivial" not in written["code"] and written["model"]["generator"] == "replay"
     assert [w["tests"][0].split("::")[1] for w in tasks["twin"]["model_written_tests"]] == ["test_twin_ok"]
@@ -91,7 +98,7 @@ def test_written_tests_validated(mini_repo: Path, repo_env: RepoEnv, replies: Pa
     samples = [Sample("right", add, "def add(a, b):\n    return a + b\n"),
                Sample("overfit", add, "def add(a, b):\n    return 5\n"), Sample("blank", add, None)]
     got = {r.sample_id: r for r in run_samples(samples, mini_repo, repo_env, views_dir, timeout=30)}
-    node = written["tests"][0]
+    node = written["tests"][1]
     assert got["right"].outcome == "passed" and got["right"].tests[node] == "passed"
     assert got["overfit"].outcome == "failed" and got["overfit"].tests["tests/test_core.py::test_add"] == "passed"
     assert got["overfit"].tests[node] == "failed" and got["blank"].tests[node] == "failed"
