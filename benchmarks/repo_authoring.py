@@ -36,6 +36,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    logging.getLogger("core.scenarios.repo.authoring").setLevel(logging.DEBUG)  # why tests are dropped
     every = load_tasks(DATA / "toolz-tasks.jsonl", None)
     step = max(1, len(every) // args.tasks)
     tasks = every[::step][:args.tasks]

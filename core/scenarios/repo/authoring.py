@@ -231,6 +231,7 @@ def _write_tests(records: list[dict[str, Any]], gen: Generator, root: Path, env:
         good: set[str] = set()
         for name, node in zip(m.cand.tests, m.node_ids()):
             if node_outcome(orig.tests, node) != "passed":
+                LOG.debug("%s: %s does not pass on the original: %s", m.task["task_id"], name, orig.detail[-400:])
                 report.drop("fails_on_original")
             elif node_outcome(blank.tests, node) != "failed":
                 report.drop("passes_on_blank")
