@@ -8,6 +8,8 @@ Modules (each small, each with one job):
 * :mod:`.testrun`    -- run a repository's tests directly (pytest + junit XML) with timeouts.
 * :mod:`.coverage_map` -- per-test coverage contexts -> which tests cover which function.
 * :mod:`.builder`    -- ``ianvs dataset repo``: baseline, coverage, blank-and-verify, task records.
+* :mod:`.authoring`  -- ``--llm-problems``/``--llm-tests``: model-written problems and tests,
+  validated in the sandbox (prompts in :mod:`.authoring_prompts`, static checks in :mod:`.written_tests`).
 * :mod:`.view`       -- copy-on-write (hard-link farm) view of the repository per sample.
 * :mod:`.execute`    -- run samples' injected code against the task's tests in the sandbox.
 * :mod:`.postgres`   -- a private PostgreSQL server per run (unix socket only), a database per sample.

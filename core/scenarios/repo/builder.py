@@ -9,7 +9,9 @@ Steps (each bounded so a build on a shared machine stays predictable):
    body (docstring kept) and run only its covering tests (at most ``max_covering``, with a
    timeout); keep the task iff at least one fails (FAIL_TO_PASS). A sample of covering tests that
    still pass is recorded as PASS_TO_PASS;
-4. write one JSON record per task (see :func:`task_record`).
+4. optionally (``opts.authoring``) let a model write problem statements and extra tests, kept
+   only when validated (:mod:`.authoring`);
+5. write one JSON record per task (see :func:`task_record`).
 
 Contract: a kept task's reference body passed all its tests in the baseline and its blanked body
 failed every FAIL_TO_PASS test in the builder's run. ``tests/scenarios/repo`` re-checks both on
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.common.errors import IanvsError
+from core.scenarios.repo.authoring import AuthoringOptions, author
 from core.scenarios.repo.coverage_map import measure
 from core.scenarios.repo.env import RepoEnv, ensure_env
 from core.scenarios.repo.functions import FunctionSite, blank, context_for, find_functions
@@ -63,6 +66,7 @@ class BuildOptions:
     #: services started for the build's test runs (``postgres``: one database per run, its URL in
     #: ``DATABASE_URL``/``PG*`` of the test process); recorded in every task
     services: list[str] = field(default_factory=list)
+    authoring: AuthoringOptions | None = None  # --llm-problems / --llm-tests
 
 
 @dataclass
@@ -72,11 +76,15 @@ class BuildReport:
     kept: int = 0
     baseline_failures: list[str] = field(default_factory=list)
     dropped_no_failure: int = 0
+    authoring: dict[str, object] | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {"functions": self.functions, "covered": self.covered, "kept": self.kept,
-                "baseline_failures": len(self.baseline_failures),
-                "dropped_blank_still_passes": self.dropped_no_failure}
+        out: dict[str, object] = {"functions": self.functions, "covered": self.covered, "kept": self.kept,
+                                  "baseline_failures": len(self.baseline_failures),
+                                  "dropped_blank_still_passes": self.dropped_no_failure}
+        if self.authoring is not None:
+            out["llm"] = self.authoring
+        return out
 
 
 def _candidate_files(root: Path) -> list[Path]:
@@ -177,6 +185,8 @@ def build(opts: BuildOptions) -> BuildReport:
                 elif len(records) < opts.max_tasks:
                     records.append(rec)
         report.kept = len(records)
+        if opts.authoring is not None:  # model-written problems/tests, validated (authoring.py)
+            report.authoring = author(records, src.root, env, opts.authoring).as_dict()
         opts.output.parent.mkdir(parents=True, exist_ok=True)
         with open(opts.output, "w") as fh:
             for rec in records:

@@ -7,6 +7,10 @@ import json
 import sys
 from pathlib import Path
 
+import yaml
+
+from core.common.errors import ConfigError
+from core.scenarios.repo.authoring import AuthoringOptions
 from core.scenarios.repo.builder import BuildOptions, build
 
 __all__ = ["add_arguments", "run"]
@@ -33,13 +37,57 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--service", action="append", default=[], choices=["postgres"], dest="services",
                         help="start this service for the test runs (postgres: a private server, one fresh "
                              "database per run in DATABASE_URL/PG*; needs .ci/postgres-deps.sh)")
+    llm = parser.add_argument_group(
+        "model-written problems and tests",
+        "Ask a model (any configured generator) to write problem statements and extra unit tests for "
+        "the kept tasks. A written test is kept only if it passes on the original function and fails on "
+        "the blanked one, run in the sandbox like the job's samples; counts go to the report.")
+    llm.add_argument("--llm-problems", action="store_true",
+                     help="write a problem statement for every task whose function has no docstring")
+    llm.add_argument("--llm-tests", action="store_true", help="write extra pytest tests for every task")
+    llm.add_argument("--llm-generator", default="embedded", metavar="NAME",
+                     help="generator: embedded (default, the offline GGUF model), openai, replay, ...")
+    llm.add_argument("--llm-option", action="append", default=[], metavar="KEY=VALUE",
+                     help="generator keyword argument (repeatable; VALUE read as YAML), e.g. "
+                          "samples_path=written.jsonl for replay, base_url=... model=... for openai")
+    llm.add_argument("--llm-test-samples", type=int, default=1, metavar="N",
+                     help="test modules asked per task (default 1; N > 1 samples at temperature 0.8)")
+    llm.add_argument("--llm-max-tokens", type=int, default=512, help="token budget of one test module")
+    llm.add_argument("--llm-timeout", type=float, default=30.0, help="seconds per validation run of written tests")
+
+
+def generator_options(pairs: list[str], generator: str) -> dict[str, object]:
+    """``--llm-option KEY=VALUE`` pairs as keyword arguments, checked against the generator's
+    constructor (before the build starts). Raises :class:`ConfigError` / ``RegistryError``."""
+    from core.generation import generator_parameters  # noqa: PLC0415 - imports no model
+    params = generator_parameters(generator)
+    out: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--llm-option {pair!r}: expected KEY=VALUE")
+        if not params.takes_any and key not in params.accepted:
+            raise ConfigError(f"--llm-option {key}: generator {generator!r} has no such option",
+                              hint=f"known: {', '.join(params.accepted)}")
+        out[key] = yaml.safe_load(value) if value else ""
+    missing = [r for r in params.required if r not in out]
+    if missing:
+        raise ConfigError(f"--llm-generator {generator}: missing --llm-option {missing[0]}=...")
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
+    authoring = None
+    if args.llm_problems or args.llm_tests:
+        authoring = AuthoringOptions(problems=args.llm_problems, tests=args.llm_tests, generator=args.llm_generator,
+                                     generator_options=generator_options(args.llm_option, args.llm_generator),
+                                     test_samples=args.llm_test_samples, max_tokens=args.llm_max_tokens,
+                                     timeout=args.llm_timeout, workers=args.jobs)
     opts = BuildOptions(repo=args.repo, output=args.output, rev=args.rev, requirements=args.requirement,
                         env=args.env, cache_dir=args.cache_dir, test_paths=args.tests, deselect=args.deselect,
                         max_tasks=args.max_tasks, max_covering=args.max_covering, timeout=args.timeout,
-                        jobs=args.jobs, licence=args.licence, services=args.services)
+                        jobs=args.jobs, licence=args.licence, services=args.services,
+                        authoring=authoring)
     report = build(opts)
     sys.stdout.write(json.dumps(report.as_dict()) + "\n")
     sys.stdout.write(f"wrote {report.kept} tasks to {args.output}\n")

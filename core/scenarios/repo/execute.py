@@ -3,7 +3,8 @@
 Per sample: a hard-link view (:mod:`.view`) with the task's file replaced by the injected version,
 then one sandbox request (``script`` mode, in-process grading) that puts the view and the
 repository environment's site-packages on ``sys.path`` and runs pytest on exactly the task's
-FAIL_TO_PASS + PASS_TO_PASS tests. The fork server is started with the environment's interpreter
+FAIL_TO_PASS + PASS_TO_PASS tests (then the node ids of its ``model_written_tests``, whose files
+are written at the view's root). The fork server is started with the environment's interpreter
 (``LocalExecutor(python=...)``) with that environment's packages readable (``hide_packages=False``)
 and the views directory as an extra read-only path. Views are removed after each result.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, replace
@@ -34,7 +36,8 @@ from core.scenarios.repo.view import make_view
 from core.testenvmanager.sandbox import ExecRequest, ExecResult, get_executor
 from core.testenvmanager.sandbox.types import ExecMode
 
-__all__ = ["Sample", "SampleResult", "run_samples", "site_of", "RESULT_MARK", "default_views_dir"]
+__all__ = ["Sample", "SampleResult", "run_samples", "site_of", "RESULT_MARK", "default_views_dir",
+           "written_test_files", "written_test_ids"]
 
 
 def default_views_dir() -> Path:
@@ -117,6 +120,27 @@ def _with_databases(requests: Iterable[ExecRequest], service: PostgresService,
         yield replace(req, program=f"import os as _o\n_o.environ.update({db.env!r})\ndel _o\n" + req.program)
 
 
+_WRITTEN_FILE = re.compile(r"test_[A-Za-z0-9_]+\.py")
+
+
+def written_test_files(task: dict) -> dict[str, str]:
+    """``{file name: code}`` of the task's model-written tests (placed at the repository root of
+    each view). Raises :class:`IanvsError` for a name that is not a plain ``test_*.py`` file name
+    (a tasks file cannot make a view write outside itself)."""
+    files: dict[str, str] = {}
+    for w in task.get("model_written_tests") or []:
+        if not _WRITTEN_FILE.fullmatch(str(w.get("file", ""))):
+            raise IanvsError(f"{task['task_id']}: model_written_tests file {w.get('file')!r} is not a plain "
+                             "test_*.py name", hint="rebuild the tasks file with 'ianvs dataset repo --llm-tests'")
+        files[w["file"]] = w["code"]
+    return files
+
+
+def written_test_ids(task: dict) -> list[str]:
+    """Node ids of the task's model-written tests (run after its own tests)."""
+    return [t for w in task.get("model_written_tests") or [] for t in w["tests"]]
+
+
 def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path,
                 workers: int = 2, timeout: float = 60.0, min_isolation: str = "kernel",
                 reference: bool = False, audit_hook: bool = False,
@@ -129,6 +153,8 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
     (``DATABASE_URL`` and ``PG*`` in its environment), dropped when its result arrives (or
     when this generator is closed); the sandbox gets the service's socket directory as its only
     ``socket_dirs`` allowance.
+    The task's ``model_written_tests`` files are written at the root of every view and their
+    node ids run after the task's FAIL_TO_PASS and PASS_TO_PASS tests.
     """
     views_dir = views_dir.resolve()
     if any(views_dir == Path(p) or Path(p) in views_dir.parents for p in PRIVATE_IN_SANDBOX):
@@ -144,14 +170,16 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
     try:
         for n, s in enumerate(samples):
             task = s.task
+            edits = written_test_files(task)
             try:
-                edits = {} if reference else {task["file"]: _edited(task, root, s.code)}
+                if not reference:
+                    edits[task["file"]] = _edited(task, root, s.code)
             except InjectionError as exc:
                 early.append(SampleResult(s.sample_id, task["task_id"], "syntax_error", {}, str(exc), 0.0))
                 continue
             view = make_view(root, tmp / f"v{n}", edits)
             views[s.sample_id] = view
-            tests = [*task["tests"]["fail_to_pass"], *task["tests"]["pass_to_pass"]]
+            tests = [*task["tests"]["fail_to_pass"], *task["tests"]["pass_to_pass"], *written_test_ids(task)]
             deselect = [f"--deselect={d}" for d in task["tests"].get("deselect", [])]
             program = _RUNNER.format(view=str(view), site=site, tests=tests, deselect=deselect, mark=RESULT_MARK)
             requests.append(ExecRequest(id=s.sample_id, mode=ExecMode.SCRIPT, program=program, test="",

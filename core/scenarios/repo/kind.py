@@ -29,7 +29,7 @@ __all__ = ["RepoKind", "RECORD_FIELDS", "answer_code", "load_tasks"]
 #: top-level fields of a task record (see module docstring); anything else is a typo
 RECORD_FIELDS = {"task_id", "kind", "repo", "env", "file", "file_sha256", "qualname", "name",
                  "class_name", "position", "signature", "docstring", "context", "reference",
-                 "tests", "problem", "problem_by", "model_written_tests", "services", "metadata"}
+                 "tests", "problem", "problem_author", "model_written_tests", "services", "metadata"}
 #: services a task may ask the harness for (see :mod:`core.scenarios.repo.postgres`)
 SERVICES = {"postgres"}
 _REQUIRED_STR = ("task_id", "file", "qualname", "name", "signature", "context", "reference")
