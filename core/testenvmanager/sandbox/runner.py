@@ -448,8 +448,12 @@ def run_request(req: dict, nonce: str, result_fd: int, workdir: str) -> int:  # 
             else:
                 status, detail = "passed", f"{result.testsRun} tests passed"
         else:
-            namespace: dict = {"__name__": "__main__" if mode == "script" else "__candidate__",
-                               "__builtins__": builtins}
+            # the program runs as a real module, registered like ``python program.py`` would
+            # register it (``inspect``, ``pickle`` and ``warnings`` look it up in sys.modules)
+            main_module = type(sys)("__main__" if mode == "script" else "__candidate__")
+            namespace: dict = main_module.__dict__
+            namespace["__builtins__"] = builtins
+            modules["__main__"] = modules[main_module.__name__] = main_module
             assert code is not None
             exec_(code, namespace)
             # the tests see pristine builtins and the preloaded (or fresh) copies of the modules
