@@ -156,6 +156,19 @@ def test_script_mode(backend) -> None:
     assert ok.outcome is Outcome.PASSED and bad.outcome is Outcome.FAILED
 
 
+def test_script_runs_as_a_registered_main_module(backend) -> None:
+    """As under ``python program.py``: the program is ``sys.modules['__main__']``, so code that
+    looks itself up there (``inspect.getmodule``, pickling its own classes) works. (Frame
+    introspection itself is refused while the audit hook is on; repo runs turn it off.)"""
+    program = ("import inspect, pickle, sys\n"
+               "class Point:\n    pass\n"
+               "assert sys.modules['__main__'].Point is Point\n"
+               "assert inspect.getmodule(Point) is sys.modules['__main__']\n"
+               "assert type(pickle.loads(pickle.dumps(Point()))) is Point\n")
+    res = run_one(backend, mode="script", program=program, test="")
+    assert res.outcome is Outcome.PASSED, res.detail + res.stderr
+
+
 UT_TEST = ("import unittest\nfrom solution import add\nclass T(unittest.TestCase):\n"
            "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"
            "    def test_raises(self):\n        with self.assertRaises(TypeError):\n            add(1, None)\n")
