@@ -13,7 +13,7 @@ import pytest
 from core.scenarios.repo.authoring import DROP_REASONS, AuthoringOptions, author, node_outcome
 from core.scenarios.repo.env import RepoEnv
 from core.scenarios.repo.execute import Sample, run_samples
-from core.scenarios.repo.job import load_tasks
+from core.scenarios.repo.kind import load_tasks
 from core.scenarios.repo.source import materialise
 
 from .conftest import SHIPPED
