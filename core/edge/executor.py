@@ -178,7 +178,9 @@ class DaskExecutor(Executor):
                   if r.get("isolation")]
         return min(levels) if levels else IsolationLevel.NONE
 
-    def _slowdown(self) -> dict[str, float]:
+    def slowdown(self) -> dict[str, float]:
+        """Timeout multiplier per good node: its gold time over the fastest node's, or 1.0 when
+        within :data:`SLOWDOWN_NOISE`. Results from a node report the scaled ``timeout_s``."""
         times = {str(r["node"]): float(r["seconds"]) for r in self._good.values()}
         fastest = min((t for t in times.values() if t > 0), default=0.0)
         out: dict[str, float] = {}
@@ -215,7 +217,7 @@ class DaskExecutor(Executor):
 
             fut = self._client.submit(
                 grade_batch, self.settings.node_backend, dict(self.settings.node_options or {}),
-                batch, self._slowdown(), key=f"ianvs-grade-{uuid.uuid4().hex}", pure=False,
+                batch, self.slowdown(), key=f"ianvs-grade-{uuid.uuid4().hex}", pure=False,
                 workers=list(self._good), allow_other_workers=False, retries=0)
             futures[fut.key] = (fut, index)
             fut.add_done_callback(done.put)

@@ -157,8 +157,11 @@ def test_packages_are_not_installable_at_test_time(warm) -> None:
     assert run_one(warm, program=prog, test=CHECK_ADD, entry_point="add").passed
 
 
+# SIGINT gets Python's own handler back: a shell starts background jobs with SIGINT ignored, and
+# a child that inherits that would never see the Ctrl-C this test sends
 SCRIPT = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {root!r})
     from core.testenvmanager.sandbox import ExecRequest, get_executor
     ex = get_executor("docker", workers=1)

@@ -121,8 +121,10 @@ def test_missing_binaries_name_the_script(monkeypatch: pytest.MonkeyPatch) -> No
         PostgresService()
 
 
+# SIGINT gets Python's own handler back (a shell starts background jobs with SIGINT ignored)
 _HARNESS = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from pathlib import Path
 from core.scenarios.repo.postgres import PostgresService
 with PostgresService(base=Path(sys.argv[1])) as pg:
