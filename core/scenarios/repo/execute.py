@@ -32,8 +32,10 @@ from core.common.errors import IanvsError
 from core.scenarios.repo.env import RepoEnv, default_cache_dir
 from core.scenarios.repo.functions import FunctionSite, InjectionError, blank, find_functions, inject
 from core.scenarios.repo.postgres import PostgresDatabase, PostgresService
+from core.scenarios.repo.preload import dependency_modules
 from core.scenarios.repo.view import make_view
 from core.testenvmanager.sandbox import ExecRequest, ExecResult, get_executor
+from core.testenvmanager.sandbox.forkserver import DEFAULT_PRELOAD
 from core.testenvmanager.sandbox.types import ExecMode
 
 __all__ = ["Sample", "SampleResult", "run_samples", "site_of", "RESULT_MARK", "default_views_dir",
@@ -144,7 +146,7 @@ def written_test_ids(task: dict) -> list[str]:
 def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path,
                 workers: int = 2, timeout: float = 60.0, min_isolation: str = "kernel",
                 reference: bool = False, audit_hook: bool = False,
-                service: PostgresService | None = None) -> Iterator[SampleResult]:
+                service: PostgresService | None = None, preload: bool = True) -> Iterator[SampleResult]:
     """Yield one :class:`SampleResult` per sample (completion order).
 
     ``reference=True`` runs the file unchanged (the gold control; ``code`` is ignored).
@@ -155,6 +157,9 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
     ``socket_dirs`` allowance.
     The task's ``model_written_tests`` files are written at the root of every view and their
     node ids run after the task's FAIL_TO_PASS and PASS_TO_PASS tests.
+    ``preload``: the fork server imports pytest and the repository's third-party dependencies
+    once (:func:`.preload.dependency_modules`), so samples fork with them loaded; never the
+    repository's own modules.
     """
     views_dir = views_dir.resolve()
     if any(views_dir == Path(p) or Path(p) in views_dir.parents for p in PRIVATE_IN_SANDBOX):
@@ -190,11 +195,12 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
             return
         live: dict[str, PostgresDatabase] = {}
         sockets = [str(service.socket_dir)] if service is not None else None
+        modules = [*DEFAULT_PRELOAD, *dependency_modules(root, site)] if preload else None
         stream = _with_databases(requests, service, live) if service is not None else requests
         try:
             with get_executor("local", workers=workers, min_isolation=min_isolation, python=str(env.python),
                               hide_packages=False, read_paths=[str(tmp), site], audit_hook=audit_hook,
-                              socket_dirs=sockets) as ex:
+                              socket_dirs=sockets, preload=modules, sys_path=[site]) as ex:
                 for res in ex.run(stream):
                     if service is not None and res.id in live:
                         service.drop_database(live.pop(res.id))

@@ -139,7 +139,13 @@ class LocalExecutor(Executor):
         skipped (noted in ``facts``) where unavailable.
     preload:
         modules the fork server imports once before forking (default: a list of common stdlib
-        modules, see ``forkserver.DEFAULT_PRELOAD``); children get them for free.
+        modules, see ``forkserver.DEFAULT_PRELOAD``); children get them for free. A module that
+        fails to import is skipped and named in ``facts["notes"]``.
+    sys_path:
+        directories appended to the fork server's ``sys.path`` at start (it runs ``-I -S``, so
+        an interpreter's site-packages is not on it), e.g. so ``preload`` can name packages of
+        a repository environment. Children inherit the path. They must be readable by samples
+        (``read_paths`` / ``hide_packages=False``) for anything imported later from them.
     """
 
     name = "local"
@@ -170,6 +176,7 @@ class LocalExecutor(Executor):
         python: str | None = None,
         start_timeout: float = 20.0,
         preload: list[str] | None = None,
+        sys_path: list[str] | None = None,
         cgroups: bool = True,
         cgroup_memory_mb: int | None = None,
     ) -> None:
@@ -203,6 +210,7 @@ class LocalExecutor(Executor):
             "boundary_limits": {"max_bytes": int(boundary_limit_mb) << 20},
             "audit_hook": bool(audit_hook), "judge_requests": int(judge_requests),
             "preload": list(preload) if preload is not None else None,
+            "sys_path": [os.path.abspath(p) for p in sys_path or []],
             "cgroups": bool(cgroups), "cgroup_memory_mb": cgroup_memory_mb,
             "limits": {"processes": processes, "open_files": open_files, "file_size_mb": file_size_mb},
         }
