@@ -12,8 +12,11 @@ The Python audit hook is off for these runs (``audit_hook=False``): repositories
 legitimately inspect traceback frames (``pytest.raises``), which the hook forbids; the hook is a
 diagnostic, not a wall -- namespaces, Landlock, seccomp, the dropped uid and rlimits still apply.
 
-The per-test outcomes a sample prints are informational (F2P/P2P shares); the pass/fail verdict is
-the sandbox outcome (the whole pytest run exits 0). Both come from the sample's own process (the
+The per-test outcomes a sample prints are informational (F2P/P2P shares; the runner's own line is
+the last one, so an earlier line the sample prints is ignored); the pass/fail verdict is the
+sandbox outcome: pytest exits 0 *and* every selected test ran and passed (a skip, an xfail, a test
+that never ran because the sample ended the session with ``pytest.exit(returncode=0)`` are not a
+pass). Both come from the sample's own process (the
 repository code under test runs in the same interpreter as its tests), i.e. the ``in_process`` tier.
 """
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import secrets
 import shutil
 import tempfile
 from dataclasses import dataclass, replace
@@ -61,17 +65,24 @@ import pytest
 _CFG = next((os.path.join({view!r}, c) for c in ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
              if os.path.isfile(os.path.join({view!r}, c))), os.devnull)
 _R = {{}}
+_WANT = {tests!r}
 class _Collect:
     def pytest_runtest_logreport(self, report):
         if report.failed:
             _R[report.nodeid] = "failed"
+        elif hasattr(report, "wasxfail"):
+            _R[report.nodeid] = "xfailed" if report.skipped else "xpassed"
         elif report.when == "call" or (report.skipped and report.nodeid not in _R):
             _R.setdefault(report.nodeid, "skipped" if report.skipped else "passed")
 rc = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header", "-rN",
-                  "--rootdir", {view!r}, "-c", _CFG, "--confcutdir", {view!r}, *{deselect!r}, "--", *[{view!r} + "/" + t for t in {tests!r}]], plugins=[_Collect()])
+                  "--rootdir", {view!r}, "-c", _CFG, "--confcutdir", {view!r}, *{deselect!r}, "--", *[{view!r} + "/" + t for t in _WANT]], plugins=[_Collect()])
 sys.stdout.write("\\n" + {mark!r} + json.dumps(_R) + "\\n")
 sys.stdout.flush()
+_MISSING = [t for t in _WANT if not any(k == t or k.startswith((t + "[", t + "::")) for k in _R)]
+_NOT_PASSED = sorted(k for k, v in _R.items() if v != "passed")
 assert rc == 0, f"pytest exit status {{rc}}"
+assert not _MISSING, f"tests that did not run: {{_MISSING[:5]}}"
+assert not _NOT_PASSED, f"tests that did not pass: {{_NOT_PASSED[:5]}}"
 '''
 
 
@@ -169,6 +180,7 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
     site = env.site_packages()
     requests: list[ExecRequest] = []
     views: dict[str, Path] = {}
+    marks: dict[str, str] = {}
     early: list[SampleResult] = []
     tmp = Path(tempfile.mkdtemp(prefix="run-", dir=views_dir))
     tmp.chmod(0o755)  # the sandbox's unprivileged uid reads the views (never writes them)
@@ -186,7 +198,10 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
             views[s.sample_id] = view
             tests = [*task["tests"]["fail_to_pass"], *task["tests"]["pass_to_pass"], *written_test_ids(task)]
             deselect = [f"--deselect={d}" for d in task["tests"].get("deselect", [])]
-            program = _RUNNER.format(view=str(view), site=site, tests=tests, deselect=deselect, mark=RESULT_MARK)
+            # a fresh nonce per sample: a line the sample prints cannot pass for the runner's
+            marks[s.sample_id] = f"{RESULT_MARK}{secrets.token_hex(8)}@@"
+            program = _RUNNER.format(view=str(view), site=site, tests=tests, deselect=deselect,
+                                     mark=marks[s.sample_id])
             requests.append(ExecRequest(id=s.sample_id, mode=ExecMode.SCRIPT, program=program, test="",
                                         timeout=timeout, memory_mb=2048))
         yield from early
@@ -204,7 +219,7 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
                 for res in ex.run(stream):
                     if service is not None and res.id in live:
                         service.drop_database(live.pop(res.id))
-                    yield _result(by_id[res.id], res)
+                    yield _result(by_id[res.id], res, marks[res.id])
                     shutil.rmtree(views.pop(res.id), ignore_errors=True)
         finally:
             if service is not None and service.pid is not None:
@@ -214,12 +229,12 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _result(sample: Sample, res: ExecResult) -> SampleResult:
+def _result(sample: Sample, res: ExecResult, mark: str) -> SampleResult:
     tests: dict[str, str] = {}
-    for line in (res.stdout or "").splitlines():
-        if line.startswith(RESULT_MARK):
+    for line in (res.stdout or "").splitlines():  # the last line with this sample's mark
+        if line.startswith(mark):
             try:
-                tests = json.loads(line[len(RESULT_MARK):])
+                tests = json.loads(line[len(mark):])
             except ValueError:
                 tests = {}
     detail = (res.detail + "\n" + (res.stderr or "")[-500:]).strip()
