@@ -28,12 +28,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from core.common.errors import IanvsError
+from core.common.errors import ConfigError, IanvsError
 from core.scenarios.repo.env import RepoEnv, default_cache_dir
 from core.scenarios.repo.functions import FunctionSite, InjectionError, blank, find_functions, inject
+from core.scenarios.repo.image_env import ImageEnv
 from core.scenarios.repo.postgres import PostgresDatabase, PostgresService
 from core.scenarios.repo.view import make_view
-from core.testenvmanager.sandbox import ExecRequest, ExecResult, get_executor
+from core.testenvmanager.sandbox import ExecRequest, ExecResult, Executor, get_executor
 from core.testenvmanager.sandbox.types import ExecMode
 
 __all__ = ["Sample", "SampleResult", "run_samples", "site_of", "RESULT_MARK", "default_views_dir",
@@ -50,11 +51,13 @@ RESULT_MARK = "@@ianvs-repo-results@@"
 
 #: Paths each sandboxed process sees as its own empty tmpfs: views placed there would be invisible.
 PRIVATE_IN_SANDBOX = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run")
+#: Where a run's views directory is bind-mounted (read-only) in the docker backend's containers.
+VIEWS_IN_CONTAINER = "/opt/ianvs/views"
 
 _RUNNER = '''
 import json, os, sys
 sys.dont_write_bytecode = True
-sys.path[:0] = [{view!r}, {site!r}]
+sys.path[:0] = [{view!r}, *{sites!r}]
 import pytest
 _CFG = next((os.path.join({view!r}, c) for c in ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
              if os.path.isfile(os.path.join({view!r}, c))), os.devnull)
@@ -90,6 +93,7 @@ class SampleResult:
     detail: str
     duration_s: float
     isolation: str = ""
+    executed_by: str = ""
 
 
 def site_of(task: dict, text: str) -> FunctionSite:
@@ -141,27 +145,36 @@ def written_test_ids(task: dict) -> list[str]:
     return [t for w in task.get("model_written_tests") or [] for t in w["tests"]]
 
 
-def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path,
+def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, views_dir: Path,
                 workers: int = 2, timeout: float = 60.0, min_isolation: str = "kernel",
                 reference: bool = False, audit_hook: bool = False,
                 service: PostgresService | None = None) -> Iterator[SampleResult]:
     """Yield one :class:`SampleResult` per sample (completion order).
 
+    ``env`` selects the backend: a :class:`RepoEnv` (a venv on this machine) runs on ``local``;
+    an :class:`ImageEnv` runs on ``docker`` in that image, with the run's views directory
+    bind-mounted read-only at :data:`VIEWS_IN_CONTAINER` and the image's own site directories on
+    ``sys.path`` (``env.options`` are further options of the docker backend).
     ``reference=True`` runs the file unchanged (the gold control; ``code`` is ignored).
     A sample whose code cannot be injected is ``syntax_error`` without running anything.
-    ``service`` (a started :class:`PostgresService`): every sample gets its own database
+    ``service`` (a started :class:`PostgresService`; ``local`` only, :class:`ConfigError` with an
+    :class:`ImageEnv`): every sample gets its own database
     (``DATABASE_URL`` and ``PG*`` in its environment), dropped when its result arrives (or
     when this generator is closed); the sandbox gets the service's socket directory as its only
     ``socket_dirs`` allowance.
     The task's ``model_written_tests`` files are written at the root of every view and their
     node ids run after the task's FAIL_TO_PASS and PASS_TO_PASS tests.
     """
+    docker = isinstance(env, ImageEnv)
+    if docker and service is not None:
+        raise ConfigError("tasks with services: [postgres] run on the 'local' sandbox backend only",
+                          hint="set sandbox.backend: local for the PostgreSQL sets")
     views_dir = views_dir.resolve()
-    if any(views_dir == Path(p) or Path(p) in views_dir.parents for p in PRIVATE_IN_SANDBOX):
+    if not docker and any(views_dir == Path(p) or Path(p) in views_dir.parents for p in PRIVATE_IN_SANDBOX):
         raise IanvsError(f"views directory {views_dir} is under a path the sandbox replaces with a private tmpfs",
                          hint="use a directory outside /tmp, /var/tmp, /dev/shm and /run (default: the cache dir)")
     views_dir.mkdir(parents=True, exist_ok=True)
-    site = env.site_packages()
+    sites = list(env.site) if isinstance(env, ImageEnv) else [env.site_packages()]
     requests: list[ExecRequest] = []
     views: dict[str, Path] = {}
     early: list[SampleResult] = []
@@ -181,7 +194,8 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
             views[s.sample_id] = view
             tests = [*task["tests"]["fail_to_pass"], *task["tests"]["pass_to_pass"], *written_test_ids(task)]
             deselect = [f"--deselect={d}" for d in task["tests"].get("deselect", [])]
-            program = _RUNNER.format(view=str(view), site=site, tests=tests, deselect=deselect, mark=RESULT_MARK)
+            seen_as = f"{VIEWS_IN_CONTAINER}/{view.name}" if docker else str(view)
+            program = _RUNNER.format(view=seen_as, sites=sites, tests=tests, deselect=deselect, mark=RESULT_MARK)
             requests.append(ExecRequest(id=s.sample_id, mode=ExecMode.SCRIPT, program=program, test="",
                                         timeout=timeout, memory_mb=2048))
         yield from early
@@ -192,9 +206,7 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
         sockets = [str(service.socket_dir)] if service is not None else None
         stream = _with_databases(requests, service, live) if service is not None else requests
         try:
-            with get_executor("local", workers=workers, min_isolation=min_isolation, python=str(env.python),
-                              hide_packages=False, read_paths=[str(tmp), site], audit_hook=audit_hook,
-                              socket_dirs=sockets) as ex:
+            with _executor(env, tmp, sites, workers, min_isolation, audit_hook, sockets) as ex:
                 for res in ex.run(stream):
                     if service is not None and res.id in live:
                         service.drop_database(live.pop(res.id))
@@ -208,6 +220,19 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _executor(env: RepoEnv | ImageEnv, views: Path, sites: list[str], workers: int, min_isolation: str,
+              audit_hook: bool, sockets: list[str] | None) -> Executor:
+    """The executor for ``env``: ``local`` with the venv's interpreter and packages readable, or
+    ``docker`` in the environment's image with ``views`` mounted read-only."""
+    if isinstance(env, ImageEnv):
+        return get_executor("docker", **{"workers": workers, **env.options}, min_isolation=min_isolation,
+                            image=env.image, docker_host=env.docker_host, audit_hook=audit_hook,
+                            read_mounts={str(views): VIEWS_IN_CONTAINER})
+    return get_executor("local", workers=workers, min_isolation=min_isolation, python=str(env.python),
+                        hide_packages=False, read_paths=[str(views), *sites], audit_hook=audit_hook,
+                        socket_dirs=sockets)
+
+
 def _result(sample: Sample, res: ExecResult) -> SampleResult:
     tests: dict[str, str] = {}
     for line in (res.stdout or "").splitlines():
@@ -218,4 +243,4 @@ def _result(sample: Sample, res: ExecResult) -> SampleResult:
                 tests = {}
     detail = (res.detail + "\n" + (res.stderr or "")[-500:]).strip()
     return SampleResult(sample.sample_id, sample.task["task_id"], res.outcome.value, tests, detail, res.duration_s,
-                        res.isolation_label)
+                        res.isolation_label, res.backend)
