@@ -188,7 +188,8 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
                 if not reference:
                     edits[task["file"]] = _edited(task, root, s.code)
             except InjectionError as exc:
-                early.append(SampleResult(s.sample_id, task["task_id"], "syntax_error", {}, str(exc), 0.0))
+                early.append(SampleResult(s.sample_id, task["task_id"], "syntax_error", {}, str(exc), 0.0,
+                                          executed_by=env.backend))
                 continue
             view = make_view(root, tmp / f"v{n}", edits)
             views[s.sample_id] = view
