@@ -6,11 +6,15 @@ For the first ``--tasks`` tasks of the shipped toolz set, three ways to run each
 * ``direct``: one ``python -m pytest <tests>`` subprocess in the repository environment, on the
   unmodified source tree (no view, no injection, no sandbox) -- the floor;
 * ``view``: only building the sample's hard-link view with the injected file (no test run);
-* ``sandbox``: the whole path a sample takes: AST injection, view, sandboxed pytest run.
+* ``sandbox``: the whole path a sample takes: AST injection, view, sandboxed pytest run, on the
+  ``local`` backend (the venv) and, with ``--docker``, on the ``docker`` backend (the repository
+  image, warm container, views mounted read-only).
 
 Each is run sequentially (one worker) so the figures are per sample; the sandbox is also run with
-two workers for throughput. Prints medians side by side and the ratio sandbox/direct.
-Usage: ``python benchmarks/repo_injection.py [--tasks 20]`` (from the repository root).
+two workers for throughput. Prints medians side by side and the ratios to direct; the last line
+puts direct, local and docker per-sample medians (1 worker) side by side.
+Usage: ``python benchmarks/repo_injection.py [--tasks 20] [--docker]`` (from the repository root;
+``--docker`` needs the project's Docker engine and base image).
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.scenarios.repo.env import ensure_env  # noqa: E402
+from core.scenarios.repo.env import RepoEnv, ensure_env  # noqa: E402
 from core.scenarios.repo.execute import Sample, default_views_dir, run_samples  # noqa: E402
+from core.scenarios.repo.image_env import ImageEnv, ensure_image_env  # noqa: E402
 from core.scenarios.repo.kind import load_tasks  # noqa: E402
 from core.scenarios.repo.prompts import reference_code as _reference_code  # noqa: E402
 from core.scenarios.repo.source import materialise  # noqa: E402
@@ -36,9 +41,23 @@ from core.scenarios.repo.view import make_view  # noqa: E402
 DATA = Path(__file__).resolve().parents[1] / "examples/smart_coding/smart_coding_learning_bench/repo/data"
 
 
+def _sandboxed(tasks: list[dict], root: Path, env: RepoEnv | ImageEnv, views: Path) -> dict[int, tuple[float, float]]:
+    """{workers: (wall s/sample, median executor duration s)} for 1 and 2 workers (reference bodies)."""
+    figures = {}
+    for workers in (1, 2):
+        samples = [Sample(f"{t['task_id']}#{workers}", t, _reference_code(t)) for t in tasks]
+        start = time.perf_counter()
+        results = list(run_samples(samples, root, env, views, workers=workers, timeout=120))
+        wall = time.perf_counter() - start
+        assert all(r.outcome == "passed" for r in results), [r.detail for r in results if r.outcome != "passed"]
+        figures[workers] = (wall / len(tasks), statistics.median(r.duration_s for r in results))
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=20)
+    parser.add_argument("--docker", action="store_true", help="also the docker backend")
     args = parser.parse_args()
     tasks = load_tasks(DATA / "toolz-tasks.jsonl", args.tasks)
     base = default_views_dir()
@@ -58,21 +77,21 @@ def main() -> None:
             start = time.perf_counter()
             make_view(src.root, work / f"v{i}", {t["file"]: (src.root / t["file"]).read_text()})
             views.append(time.perf_counter() - start)
-        figures = {}
-        for workers in (1, 2):
-            samples = [Sample(f"{t['task_id']}#{workers}", t, _reference_code(t)) for t in tasks]
-            start = time.perf_counter()
-            results = list(run_samples(samples, src.root, env, work / "views", workers=workers, timeout=120))
-            wall = time.perf_counter() - start
-            assert all(r.outcome == "passed" for r in results), [r.detail for r in results if r.outcome != "passed"]
-            figures[workers] = (wall / len(tasks), statistics.median(r.duration_s for r in results))
+        backends: dict[str, dict[int, tuple[float, float]]] = {"local": _sandboxed(tasks, src.root, env, work / "views")}
+        if args.docker:
+            backends["docker"] = _sandboxed(tasks, src.root, ensure_image_env([]), work / "views")
         d = statistics.median(direct)
         print(f"tasks={len(tasks)} (toolz 1.0.0; each sample runs its task's pytest selection)")
-        print(f"{'direct pytest subprocess, median s/sample':<52}{d:8.3f}")
-        print(f"{'hard-link view build, median s/sample':<52}{statistics.median(views):8.4f}")
-        print(f"{'sandbox (inject+view+run), 1 worker, wall s/sample':<52}{figures[1][0]:8.3f}   ratio vs direct {figures[1][0] / d:5.2f}")
-        print(f"{'sandbox run only (executor duration), median s':<52}{figures[1][1]:8.3f}")
-        print(f"{'sandbox, 2 workers, wall s/sample':<52}{figures[2][0]:8.3f}   ratio vs direct {figures[2][0] / d:5.2f}")
+        print(f"{'direct pytest subprocess, median s/sample':<56}{d:8.3f}")
+        print(f"{'hard-link view build, median s/sample':<56}{statistics.median(views):8.4f}")
+        for name, figures in backends.items():
+            print(f"{name + ' sandbox (inject+view+run), 1 worker, wall s/sample':<56}{figures[1][0]:8.3f}"
+                  f"   ratio vs direct {figures[1][0] / d:5.2f}")
+            print(f"{name + ' sandbox run only (executor duration), median s':<56}{figures[1][1]:8.3f}")
+            print(f"{name + ' sandbox, 2 workers, wall s/sample':<56}{figures[2][0]:8.3f}"
+                  f"   ratio vs direct {figures[2][0] / d:5.2f}")
+        side = " ".join(f"{name}={figures[1][0]:.3f}" for name, figures in backends.items())
+        print(f"per-sample s, 1 worker: direct={d:.3f} {side}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

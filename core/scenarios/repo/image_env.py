@@ -6,7 +6,8 @@ image (:func:`~core.testenvmanager.sandbox.images.env_image`: built once, cached
 labelled; its ``pip freeze`` is recorded on the image and returned as ``pins``). With ``run_env``
 (a task's existing image) that image is used as it is: it must already hold pytest and the
 repository's requirements; its site directories and installed distributions are read from it by
-one run of its ``python3`` without network.
+one run of its ``python3`` without network (an image made here, with packages in
+:data:`~core.testenvmanager.sandbox.images.PACKAGES_DIR`, qualifies).
 
 Building needs the host's package index (wheels only, for the image's Python); runs never
 install anything. Every failure is one :class:`~core.common.errors.IanvsError` naming the
@@ -31,12 +32,13 @@ LOG = logging.getLogger(__name__)
 
 #: Printed by ``python3`` in a ``run_env`` image: its site directories and installed distributions.
 _PROBE = """
-import json, site, sys, sysconfig
+import json, os, site, sys, sysconfig
 from importlib import metadata
-dirs = [p for p in [*site.getsitepackages(), sysconfig.get_paths()["purelib"]] if p]
+dirs = [p for p in [*site.getsitepackages(), sysconfig.get_paths()["purelib"], %r] if os.path.isdir(p)]
+sys.path.extend(dirs)
 pins = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata['Name']})
 print(json.dumps({"site": list(dict.fromkeys(dirs)), "pins": pins}))
-"""
+""" % PACKAGES_DIR
 
 
 @dataclass(frozen=True)
