@@ -7,6 +7,9 @@ FAIL_TO_PASS + PASS_TO_PASS tests (then the node ids of its ``model_written_test
 are written at the view's root). The fork server is started with the environment's interpreter
 (``LocalExecutor(python=...)``) with that environment's packages readable (``hide_packages=False``)
 and the views directory as an extra read-only path. Views are removed after each result.
+With an :class:`~.image_env.ImageEnv` the same requests run on the ``docker`` backend in that
+image instead: the run's views directory is bind-mounted read-only at :data:`VIEWS_IN_CONTAINER`
+(the runner names views by that path) and the image's site directories replace the venv's.
 
 The Python audit hook is off for these runs (``audit_hook=False``): repositories' own tests
 legitimately inspect traceback frames (``pytest.raises``), which the hook forbids; the hook is a

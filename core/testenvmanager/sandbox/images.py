@@ -19,6 +19,12 @@ Task images
     install anything. Task images are cached by a content hash of (base image id, sorted
     package specs) and tagged ``ianvs-sandbox/task:<hash>``.
 
+Repository images
+    :func:`env_image` derives, by the same route, an image with a repository's pinned
+    requirements plus the test tools (the repo kind's ``docker`` environment), tagged
+    ``ianvs-sandbox/repo-env:<hash>``; every image built with packages records their
+    ``pip freeze --all`` on the label :data:`PINS_LABEL` (:func:`image_pins`).
+
 Every image, container and build this module makes carries the label :data:`LABEL` (and
 ``io.ianvs.kind``); :func:`sweep` removes them by label.
 """
