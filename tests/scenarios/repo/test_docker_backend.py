@@ -120,12 +120,12 @@ def _mounts_of_live_containers(found: list[dict], stop: threading.Event) -> None
 def test_a_sample_cannot_write_its_view(image_env: ImageEnv, toolz_root: Path, views_dir: Path) -> None:
     task = _pick(1)[0]
     ref = reference_code(task)
-    header, _, body = ref.partition(":\n")
+    header, _, body = ref.partition("\n")  # a one-line header, then the body (4-space indent)
     writes = [("module", "open(__file__, 'a').close()"),
               ("new file", "open(__file__ + '.leak', 'w').close()"),
               ("test file", "open(__import__('os').path.dirname(__file__) + '/../toolz/__init__.py', 'a').close()")]
     samples = [Sample("ref", task, ref)] + [
-        Sample(name, task, f"{header}:\n        {stmt}\n{body}") for name, stmt in writes]
+        Sample(name, task, f"{header}\n    {stmt}\n{body}") for name, stmt in writes]
     before = content_hash(toolz_root)
     found: list[dict] = []
     stop = threading.Event()
