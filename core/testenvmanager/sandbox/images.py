@@ -72,6 +72,7 @@ OWNER_LABEL = "io.ianvs.owner"
 #: non-root uid:gid every sandbox container runs as
 CONTAINER_USER = "10001:10001"
 _RECIPE = 1  # bump when the base recipe changes (changes the content hash)
+_ENV_RECIPE = 2  # the same for repository images (2: bytecode compiled in the image)
 _TRIM = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man",
          "usr/share/locale", "usr/share/info")
 _PYPI_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?([<>=!~]=?[A-Za-z0-9.*+!-]+)?$")
@@ -296,11 +297,11 @@ def env_image(client: Any, base: str, requirements: list[str], tools: list[str])
     """
     base_image = _require_image(client, base)
     specs = sorted(set(requirements) | set(tools))
-    content = hashlib.sha256(json.dumps(["repo-env", base_image.id, specs]).encode()).hexdigest()[:16]
+    content = hashlib.sha256(json.dumps(["repo-env", _ENV_RECIPE, base_image.id, specs]).encode()).hexdigest()[:16]
     tag = f"{ENV_REPO}:{content}"
     if _find_image(client, tag) is not None:
         return tag
-    _build_with_packages(client, base, base_image, specs, tag, _labels("repo-env", content))
+    _build_with_packages(client, base, base_image, specs, tag, _labels("repo-env", content), compile_bytecode=True)
     _check_imports(client, tag, ["pytest"])
     return tag
 
@@ -325,10 +326,15 @@ def _require_image(client: Any, ref: str) -> Any:
 
 
 def _build_with_packages(client: Any, base: str, base_image: Any, specs: list[str], tag: str,
-                         labels: dict[str, str]) -> None:
+                         labels: dict[str, str], compile_bytecode: bool = False) -> None:
     """Resolve ``specs`` on the host (wheels only, for the image's Python and platforms) and
     build ``tag`` = ``base`` + those packages in :data:`PACKAGES_DIR`, labelled ``labels`` plus
-    the Python version and the installed distributions (:data:`PINS_LABEL`)."""
+    the Python version and the installed distributions (:data:`PINS_LABEL`).
+
+    ``compile_bytecode``: the build also compiles the packages with the image's own Python
+    (``compileall``, hash-based ``.pyc`` that are never re-checked against sources). Without it
+    every process in a read-only container compiles each module it imports again; for a heavy
+    stack (scikit-learn, pandas, scipy) that is most of a short test run."""
     python = image_python(base_image) or f"{sys.version_info.major}.{sys.version_info.minor}"
     work = Path(tempfile.mkdtemp(prefix="ianvs-task-image-"))
     try:
@@ -347,8 +353,11 @@ def _build_with_packages(client: Any, base: str, base_image: Any, specs: list[st
         freeze = subprocess.run([sys.executable, "-m", "pip", "freeze", "--all", "--path", str(target)],
                                 capture_output=True, text=True)
         pins = sorted(line for line in freeze.stdout.splitlines() if line.strip())
-        (work / "Dockerfile").write_text(
-            f"FROM {base}\nCOPY --chown=0:0 packages {PACKAGES_DIR}\n")
+        steps = [f"FROM {base}", f"COPY --chown=0:0 packages {PACKAGES_DIR}"]
+        if compile_bytecode:  # files a Python 3 cannot compile (bundled py2 examples) are skipped
+            steps += ["USER 0:0", f"RUN python3 -m compileall -q -j 0 --invalidation-mode unchecked-hash "
+                                  f"{PACKAGES_DIR} || true", f"USER {CONTAINER_USER}"]
+        (work / "Dockerfile").write_text("\n".join(steps) + "\n")
         try:
             client.images.build(path=str(work), tag=tag, network_mode="none", rm=True,
                                 forcerm=True, pull=False,
