@@ -187,17 +187,23 @@ def _sandbox_options(settings: Mapping[str, Any]) -> _Sandbox:
                     {k: v for k, v in settings.items() if k not in _NOT_DOCKER_OPTIONS})
 
 
+def _check_task(task: Mapping[str, Any], sandbox: _Sandbox) -> None:
+    """Raise :class:`ConfigError` when ``task`` cannot run on the chosen backend (checked for
+    every group before anything runs)."""
+    if sandbox.backend == "local" and task.get("run_env"):
+        raise ConfigError(f"task {task['id']} names run_env {task['run_env']!r}, an image: it needs "
+                          "the docker backend", hint="set sandbox.backend: docker")
+    if sandbox.backend == "docker" and "postgres" in (task.get("services") or []):
+        raise ConfigError(f"task {task['id']} needs the PostgreSQL service, which repo tasks have on the "
+                          "'local' sandbox backend only", hint="run the PostgreSQL sets with sandbox.backend: local")
+
+
 def _environment(first: Mapping[str, Any], sandbox: _Sandbox) -> RepoEnv | ImageEnv:
     """The environment a group of tasks (one repository, services, ``run_env``) runs in."""
+    _check_task(first, sandbox)
     requirements = list(first.get("env", {}).get("requirements") or [])
     if sandbox.backend == "local":
-        if first.get("run_env"):
-            raise ConfigError(f"task {first['id']} names run_env {first['run_env']!r}, an image: it needs "
-                              "the docker backend", hint="set sandbox.backend: docker")
         return ensure_env(requirements)
-    if "postgres" in (first.get("services") or []):
-        raise ConfigError(f"task {first['id']} needs the PostgreSQL service, which repo tasks have on the "
-                          "'local' sandbox backend only", hint="run the PostgreSQL sets with sandbox.backend: local")
     env = ensure_image_env(requirements, run_env=first.get("run_env"), base=sandbox.base_image,
                            docker_host=sandbox.docker_host)
     return replace(env, options=dict(sandbox.docker_options))
@@ -233,6 +239,8 @@ def repo_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, k: int |
         else:
             group = (rec["repo"]["content_hash"], tuple(rec.get("services") or ()), str(rec.get("run_env") or ""))
             pending[group].append((key, sample))
+    for items in pending.values():
+        _check_task(items[0][1].task, sandbox)
     total = sum(len(v) for v in pending.values())
     with open(log_path, "a", encoding="utf-8") as log, \
             progress_bar(total, "repo tests", "sample", getattr(context, "show_progress", True)) as bar:
