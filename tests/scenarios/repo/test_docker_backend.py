@@ -26,7 +26,7 @@ from core.scenarios.repo.scoring import ENVIRONMENTS_FILE, EXECUTIONS_FILE, _env
 from core.scenarios.repo.source import content_hash
 from core.testenvmanager.sandbox import IsolationUnavailableError
 from core.testenvmanager.sandbox.images import (DEFAULT_DOCKER_HOST, HASH_LABEL, KIND_LABEL, LABEL, PINS_LABEL,
-                                                connect)
+                                                connect, run_in_image)
 from tests.runner.conftest import run_cli
 from tests.sandbox.docker_env import require_docker
 from tests.scenarios.repo.conftest import SHIPPED
@@ -70,6 +70,14 @@ def test_repository_image_is_cached_labelled_and_records_its_pins(image_env: Ima
         client.close()
     assert labels[LABEL] == "1" and labels[KIND_LABEL] == "repo-env" and labels[HASH_LABEL] in image_env.image
     assert json.loads(labels[PINS_LABEL]) == image_env.pins
+    # bytecode is compiled in the image (the root is read-only at run time): no sample recompiles pytest
+    client = connect(DEFAULT_DOCKER_HOST)
+    try:
+        out = run_in_image(client, image_env.image, "import os, sys\nsys.path.append('/usr/lib/ianvs-packages')\n"
+                                                    "import _pytest.python as m\nprint(os.path.isfile(m.__cached__))")
+    finally:
+        client.close()
+    assert out.strip() == "True"
 
 
 def test_an_uninstallable_requirement_is_one_readable_error() -> None:
