@@ -6,12 +6,16 @@ the ways to run each task's tests (FAIL_TO_PASS + PASS_TO_PASS) with the referen
 * ``direct``: one ``python -m pytest <tests>`` subprocess in the repository environment, on the
   unmodified source tree (no view, no injection, no sandbox) -- the floor;
 * ``view``: only building the sample's hard-link view with the injected file (no test run);
-* ``sandbox``: the whole path a sample takes: AST injection, view, sandboxed pytest run, with the
-  fork server preloading pytest and the repository's dependencies (the default) and without.
+* ``sandbox``: the whole path a sample takes: AST injection, view, sandboxed pytest run, on the
+  ``local`` backend (the venv; with the fork server preloading pytest and the repository's
+  dependencies, the default, and without) and, with ``--docker``, on the ``docker`` backend (the
+  repository image, warm container, views mounted read-only).
 
 Each is run sequentially (one worker) so the figures are per sample; the sandbox is also run with
-two workers for throughput. Prints medians side by side and the ratio sandbox/direct.
-Usage: ``python benchmarks/repo_injection.py [--set eli5] [--tasks 20]`` (from the repository root).
+two workers for throughput. Prints medians side by side and the ratios to direct; the last line
+puts direct, local and docker per-sample medians (1 worker) side by side.
+Usage: ``python benchmarks/repo_injection.py [--set eli5] [--tasks 20] [--docker]`` (from the
+repository root; ``--docker`` needs the project's Docker engine and base image).
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.scenarios.repo.env import ensure_env  # noqa: E402
+from core.scenarios.repo.env import RepoEnv, ensure_env  # noqa: E402
 from core.scenarios.repo.execute import Sample, default_views_dir, run_samples  # noqa: E402
+from core.scenarios.repo.image_env import ImageEnv, ensure_image_env  # noqa: E402
 from core.scenarios.repo.kind import load_tasks  # noqa: E402
 from core.scenarios.repo.prompts import reference_code as _reference_code  # noqa: E402
 from core.scenarios.repo.source import materialise  # noqa: E402
@@ -49,10 +54,28 @@ def _source(tasks_file: Path) -> Path:
     return (DATA.parent / "testenv" / sources[name]).resolve()
 
 
+RUNS = ((1, True), (1, False), (2, True))  # (workers, preload)
+
+
+def _sandboxed(tasks: list[dict], root: Path, env: RepoEnv | ImageEnv, views: Path,
+               runs: tuple[tuple[int, bool], ...] = RUNS) -> dict[tuple[int, bool], tuple[float, float]]:
+    """{(workers, preload): (wall s/sample, median executor duration s)} (reference bodies)."""
+    figures = {}
+    for workers, preload in runs:
+        samples = [Sample(f"{t['task_id']}#{workers}{preload}", t, _reference_code(t)) for t in tasks]
+        start = time.perf_counter()
+        results = list(run_samples(samples, root, env, views, workers=workers, timeout=120, preload=preload))
+        wall = time.perf_counter() - start
+        assert all(r.outcome == "passed" for r in results), [r.detail for r in results if r.outcome != "passed"]
+        figures[(workers, preload)] = (wall / len(tasks), statistics.median(r.duration_s for r in results))
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=20, help="tasks, spread evenly over the set")
     parser.add_argument("--set", default="toolz", help="shipped set: data/<set>-tasks.jsonl (toolz, eli5, dataset-sqlite)")
+    parser.add_argument("--docker", action="store_true", help="also the docker backend")
     args = parser.parse_args()
     tasks_file = DATA / f"{args.set}-tasks.jsonl"
     every = load_tasks(tasks_file)
@@ -77,24 +100,20 @@ def main() -> None:
             start = time.perf_counter()
             make_view(src.root, work / f"v{i}", {t["file"]: (src.root / t["file"]).read_text()})
             views.append(time.perf_counter() - start)
-        figures = {}
-        for label, workers, preload in (("1", 1, True), ("1-nopreload", 1, False), ("2", 2, True)):
-            samples = [Sample(f"{t['task_id']}#{label}", t, _reference_code(t)) for t in tasks]
-            start = time.perf_counter()
-            results = list(run_samples(samples, src.root, env, work / "views", workers=workers, timeout=120,
-                                       preload=preload))
-            wall = time.perf_counter() - start
-            assert all(r.outcome == "passed" for r in results), [r.detail for r in results if r.outcome != "passed"]
-            figures[label] = (wall / len(tasks), statistics.median(r.duration_s for r in results))
+        backends = {"local": _sandboxed(tasks, src.root, env, work / "views")}
+        if args.docker:
+            image = ensure_image_env(list(tasks[0]["env"].get("requirements") or []))
+            backends["docker"] = _sandboxed(tasks, src.root, image, work / "views", ((1, True), (2, True)))
         d = statistics.median(direct)
         print(f"tasks={len(tasks)} ({src.root.name}; each sample runs its task's pytest selection)")
-        print(f"{'direct pytest subprocess, median s/sample':<56}{d:8.3f}")
-        print(f"{'hard-link view build, median s/sample':<56}{statistics.median(views):8.4f}")
-        for label, text in (("1-nopreload", "sandbox, no preload, 1 worker, wall s/sample"),
-                            ("1", "sandbox (inject+view+run), 1 worker, wall s/sample"),
-                            ("2", "sandbox, 2 workers, wall s/sample")):
-            print(f"{text:<56}{figures[label][0]:8.3f}   ratio vs direct {figures[label][0] / d:5.2f}")
-        print(f"{'sandbox run only (executor duration, 1 worker), median s':<56}{figures['1'][1]:8.3f}")
+        print(f"{'direct pytest subprocess, median s/sample':<60}{d:8.3f}")
+        print(f"{'hard-link view build, median s/sample':<60}{statistics.median(views):8.4f}")
+        for name, figures in backends.items():
+            for (workers, preload), (wall, run) in figures.items():
+                label = f"{name} sandbox, {workers} worker(s){'' if preload else ', no preload'}, wall s/sample"
+                print(f"{label:<60}{wall:8.3f}   ratio vs direct {wall / d:5.2f}   (run alone {run:.3f})")
+        side = " ".join(f"{name}={figures[(1, True)][0]:.3f}" for name, figures in backends.items())
+        print(f"per-sample s, 1 worker: direct={d:.3f} {side}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

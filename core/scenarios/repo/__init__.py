@@ -4,6 +4,7 @@ Modules (each small, each with one job):
 
 * :mod:`.source`     -- materialise a repository (git dir/bundle, sdist, folder); identity and content hash.
 * :mod:`.env`        -- a cached virtual environment per repository, pinned versions recorded.
+* :mod:`.image_env`  -- the same as a docker image (``docker`` backend), or a task's ``run_env`` image.
 * :mod:`.functions`  -- AST facts: candidate functions, blanking and injection by AST position, context.
 * :mod:`.testrun`    -- run a repository's tests directly (pytest + junit XML) with timeouts.
 * :mod:`.coverage_map` -- per-test coverage contexts -> which tests cover which function.

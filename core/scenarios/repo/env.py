@@ -34,8 +34,12 @@ def default_cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class RepoEnv:
+    """A venv on this machine (the ``local`` backend's repository environment)."""
+
     root: Path
     pins: list[str]
+
+    backend = "local"
 
     @property
     def python(self) -> Path:

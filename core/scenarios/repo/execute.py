@@ -7,6 +7,9 @@ FAIL_TO_PASS + PASS_TO_PASS tests (then the node ids of its ``model_written_test
 are written at the view's root). The fork server is started with the environment's interpreter
 (``LocalExecutor(python=...)``) with that environment's packages readable (``hide_packages=False``)
 and the views directory as an extra read-only path. Views are removed after each result.
+With an :class:`~.image_env.ImageEnv` the same requests run on the ``docker`` backend in that
+image instead: the run's views directory is bind-mounted read-only at :data:`VIEWS_IN_CONTAINER`
+(the runner names views by that path) and the image's site directories replace the venv's.
 
 The Python audit hook is off for these runs (``audit_hook=False``): repositories' own tests
 legitimately inspect traceback frames (``pytest.raises``), which the hook forbids; the hook is a
@@ -32,13 +35,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from core.common.errors import IanvsError
+from core.common.errors import ConfigError, IanvsError
 from core.scenarios.repo.env import RepoEnv, default_cache_dir
 from core.scenarios.repo.functions import FunctionSite, InjectionError, blank, find_functions, inject
+from core.scenarios.repo.image_env import ImageEnv
 from core.scenarios.repo.postgres import PostgresDatabase, PostgresService
 from core.scenarios.repo.preload import dependency_modules
 from core.scenarios.repo.view import make_view
-from core.testenvmanager.sandbox import ExecRequest, ExecResult, get_executor
+from core.testenvmanager.sandbox import ExecRequest, ExecResult, Executor, get_executor
 from core.testenvmanager.sandbox.forkserver import DEFAULT_PRELOAD
 from core.testenvmanager.sandbox.types import ExecMode
 
@@ -56,11 +60,13 @@ RESULT_MARK = "@@ianvs-repo-results@@"
 
 #: Paths each sandboxed process sees as its own empty tmpfs: views placed there would be invisible.
 PRIVATE_IN_SANDBOX = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run")
+#: Where a run's views directory is bind-mounted (read-only) in the docker backend's containers.
+VIEWS_IN_CONTAINER = "/opt/ianvs/views"
 
 _RUNNER = '''
 import json, os, sys
 sys.dont_write_bytecode = True
-sys.path[:0] = [{view!r}, {site!r}]
+sys.path[:0] = [{view!r}, *{sites!r}]
 import pytest
 _CFG = next((os.path.join({view!r}, c) for c in ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
              if os.path.isfile(os.path.join({view!r}, c))), os.devnull)
@@ -103,6 +109,7 @@ class SampleResult:
     detail: str
     duration_s: float
     isolation: str = ""
+    executed_by: str = ""
 
 
 def site_of(task: dict, text: str) -> FunctionSite:
@@ -154,15 +161,20 @@ def written_test_ids(task: dict) -> list[str]:
     return [t for w in task.get("model_written_tests") or [] for t in w["tests"]]
 
 
-def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path,
+def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, views_dir: Path,
                 workers: int = 2, timeout: float = 60.0, min_isolation: str = "kernel",
                 reference: bool = False, audit_hook: bool = False,
                 service: PostgresService | None = None, preload: bool = True) -> Iterator[SampleResult]:
     """Yield one :class:`SampleResult` per sample (completion order).
 
+    ``env`` selects the backend: a :class:`RepoEnv` (a venv on this machine) runs on ``local``;
+    an :class:`ImageEnv` runs on ``docker`` in that image, with the run's views directory
+    bind-mounted read-only at :data:`VIEWS_IN_CONTAINER` and the image's own site directories on
+    ``sys.path`` (``env.options`` are further options of the docker backend).
     ``reference=True`` runs the file unchanged (the gold control; ``code`` is ignored).
     A sample whose code cannot be injected is ``syntax_error`` without running anything.
-    ``service`` (a started :class:`PostgresService`): every sample gets its own database
+    ``service`` (a started :class:`PostgresService`; ``local`` only, :class:`ConfigError` with an
+    :class:`ImageEnv`): every sample gets its own database
     (``DATABASE_URL`` and ``PG*`` in its environment), dropped when its result arrives (or
     when this generator is closed); the sandbox gets the service's socket directory as its only
     ``socket_dirs`` allowance.
@@ -172,12 +184,16 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
     once (:func:`.preload.dependency_modules`), so samples fork with them loaded; never the
     repository's own modules.
     """
+    docker = isinstance(env, ImageEnv)
+    if docker and service is not None:
+        raise ConfigError("tasks with services: [postgres] run on the 'local' sandbox backend only",
+                          hint="set sandbox.backend: local for the PostgreSQL sets")
     views_dir = views_dir.resolve()
-    if any(views_dir == Path(p) or Path(p) in views_dir.parents for p in PRIVATE_IN_SANDBOX):
+    if not docker and any(views_dir == Path(p) or Path(p) in views_dir.parents for p in PRIVATE_IN_SANDBOX):
         raise IanvsError(f"views directory {views_dir} is under a path the sandbox replaces with a private tmpfs",
                          hint="use a directory outside /tmp, /var/tmp, /dev/shm and /run (default: the cache dir)")
     views_dir.mkdir(parents=True, exist_ok=True)
-    site = env.site_packages()
+    sites = list(env.site) if isinstance(env, ImageEnv) else [env.site_packages()]
     requests: list[ExecRequest] = []
     views: dict[str, Path] = {}
     marks: dict[str, str] = {}
@@ -192,15 +208,17 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
                 if not reference:
                     edits[task["file"]] = _edited(task, root, s.code)
             except InjectionError as exc:
-                early.append(SampleResult(s.sample_id, task["task_id"], "syntax_error", {}, str(exc), 0.0))
+                early.append(SampleResult(s.sample_id, task["task_id"], "syntax_error", {}, str(exc), 0.0,
+                                          executed_by=env.backend))
                 continue
             view = make_view(root, tmp / f"v{n}", edits)
             views[s.sample_id] = view
             tests = [*task["tests"]["fail_to_pass"], *task["tests"]["pass_to_pass"], *written_test_ids(task)]
             deselect = [f"--deselect={d}" for d in task["tests"].get("deselect", [])]
+            seen_as = f"{VIEWS_IN_CONTAINER}/{view.name}" if docker else str(view)
             # a fresh nonce per sample: a line the sample prints cannot pass for the runner's
             marks[s.sample_id] = f"{RESULT_MARK}{secrets.token_hex(8)}@@"
-            program = _RUNNER.format(view=str(view), site=site, tests=tests, deselect=deselect,
+            program = _RUNNER.format(view=seen_as, sites=sites, tests=tests, deselect=deselect,
                                      mark=marks[s.sample_id])
             requests.append(ExecRequest(id=s.sample_id, mode=ExecMode.SCRIPT, program=program, test="",
                                         timeout=timeout, memory_mb=2048))
@@ -210,12 +228,11 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
             return
         live: dict[str, PostgresDatabase] = {}
         sockets = [str(service.socket_dir)] if service is not None else None
-        modules = [*DEFAULT_PRELOAD, *dependency_modules(root, site)] if preload else None
+        modules = ([*DEFAULT_PRELOAD, *dependency_modules(root, sites[0])]
+                   if preload and not docker else None)
         stream = _with_databases(requests, service, live) if service is not None else requests
         try:
-            with get_executor("local", workers=workers, min_isolation=min_isolation, python=str(env.python),
-                              hide_packages=False, read_paths=[str(tmp), site], audit_hook=audit_hook,
-                              socket_dirs=sockets, preload=modules, sys_path=[site]) as ex:
+            with _executor(env, tmp, sites, workers, min_isolation, audit_hook, sockets, modules) as ex:
                 for res in ex.run(stream):
                     if service is not None and res.id in live:
                         service.drop_database(live.pop(res.id))
@@ -229,6 +246,20 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv, views_dir: Path
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _executor(env: RepoEnv | ImageEnv, views: Path, sites: list[str], workers: int, min_isolation: str,
+              audit_hook: bool, sockets: list[str] | None, preload: list[str] | None) -> Executor:
+    """The executor for ``env``: ``local`` with the venv's interpreter and packages readable (and
+    ``preload`` imported by its fork server), or ``docker`` in the environment's image with
+    ``views`` mounted read-only (no dependency preloading there yet)."""
+    if isinstance(env, ImageEnv):
+        return get_executor("docker", **{"workers": workers, **env.options}, min_isolation=min_isolation,
+                            image=env.image, docker_host=env.docker_host, audit_hook=audit_hook,
+                            read_mounts={str(views): VIEWS_IN_CONTAINER})
+    return get_executor("local", workers=workers, min_isolation=min_isolation, python=str(env.python),
+                        hide_packages=False, read_paths=[str(views), *sites], audit_hook=audit_hook,
+                        socket_dirs=sockets, preload=preload, sys_path=sites)
+
+
 def _result(sample: Sample, res: ExecResult, mark: str) -> SampleResult:
     tests: dict[str, str] = {}
     for line in (res.stdout or "").splitlines():  # the last line with this sample's mark
@@ -239,4 +270,4 @@ def _result(sample: Sample, res: ExecResult, mark: str) -> SampleResult:
                 tests = {}
     detail = (res.detail + "\n" + (res.stderr or "")[-500:]).strip()
     return SampleResult(sample.sample_id, sample.task["task_id"], res.outcome.value, tests, detail, res.duration_s,
-                        res.isolation_label)
+                        res.isolation_label, res.backend)

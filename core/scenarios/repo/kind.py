@@ -29,7 +29,8 @@ __all__ = ["RepoKind", "RECORD_FIELDS", "answer_code", "load_tasks"]
 #: top-level fields of a task record (see module docstring); anything else is a typo
 RECORD_FIELDS = {"task_id", "kind", "repo", "env", "file", "file_sha256", "qualname", "name",
                  "class_name", "position", "signature", "docstring", "context", "reference",
-                 "tests", "problem", "problem_author", "model_written_tests", "services", "metadata"}
+                 "tests", "problem", "problem_author", "model_written_tests", "services", "run_env",
+                 "metadata"}
 #: services a task may ask the harness for (see :mod:`core.scenarios.repo.postgres`)
 SERVICES = {"postgres"}
 _REQUIRED_STR = ("task_id", "file", "qualname", "name", "signature", "context", "reference")
@@ -70,6 +71,11 @@ def _check_nested(record: Mapping[str, Any], source: str | None, line: int | Non
         if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
             raise DatasetError(f"field 'tests.{key}' must be a list of pytest node ids",
                                source=source, line=line)
+    run_env = record.get("run_env")
+    if run_env is not None and (not isinstance(run_env, str) or not run_env.strip()):
+        raise DatasetError(f"field 'run_env' must be an image name, got {run_env!r}", source=source, line=line,
+                           hint="an image on the project's Docker engine with pytest and the repository's "
+                                "requirements (docker backend); omit it to build one from env.requirements")
     services = record.get("services") or []
     if not isinstance(services, list) or set(services) - SERVICES:
         raise DatasetError(f"field 'services' must be a list of known services, got {services!r}",

@@ -12,7 +12,7 @@ Used from testenv.yaml (``task_kind: repo``)::
 
 Per test record (``context.records()``) and sample, the answer (:meth:`RepoKind.answer`) is
 injected by AST position into a private view of the repository and the task's FAIL_TO_PASS and
-PASS_TO_PASS tests run in the local sandbox with the repository's environment
+PASS_TO_PASS tests run in the sandbox with the repository's environment
 (:func:`core.scenarios.repo.execute.run_samples`; grading tier ``in_process``, since the
 repository's code and its tests share one interpreter).
 
@@ -22,12 +22,19 @@ repository's code and its tests share one interpreter).
 * **Services**: tasks recording ``services: [postgres]`` run against a private PostgreSQL server
   started for them (:mod:`.postgres`: unix socket only, one database per sample, stopped
   afterwards); other tasks use what their tests default to (e.g. SQLite).
-* **Environments** come from the tasks' ``env.requirements`` (:func:`.env.ensure_env`; created
-  once, which needs the package index, then reused offline).
+* **Environments** come from the tasks' ``env.requirements``: a venv on the ``local`` backend
+  (:func:`.env.ensure_env`), an image on the ``docker`` backend (:func:`.image_env.ensure_image_env`,
+  or the tasks' ``run_env`` image as is); created once, which needs the package index, then
+  reused offline. Each environment used (backend, venv or image, ``pip freeze``) is appended to
+  ``repo_environments.jsonl`` in the test case folder.
 * **Resume**: each finished sample is appended to ``repo_executions.jsonl`` in the test case
-  folder under a key of task, sample index and code; a rerun executes only what is missing.
-* **Sandbox**: ``workers`` and ``min_isolation`` of testenv's ``sandbox:`` are honoured; other
-  backends are not supported for repo tasks yet (a ConfigError says so).
+  folder (with ``executed_by``, the backend) under a key of task, sample index, code and (other
+  than ``local``) backend and ``run_env``; a rerun executes only what is missing.
+* **Sandbox**: ``backend`` (``local`` or ``docker``), ``workers`` and ``min_isolation`` of
+  testenv's ``sandbox:`` are honoured; on ``docker``, ``image`` is the base the repository
+  images derive from, and the backend's other options (``runtime``, ``docker_host``,
+  ``container_memory_mb``...) apply. PostgreSQL tasks run on ``local`` only (ConfigError on
+  ``docker``); any other backend is a ConfigError.
 
 Columns: ``pass@<k>`` overall and ``pass@<k>[<repo>]`` per ``sources`` entry, ``f2p_share`` and
 ``p2p_share`` (see :func:`.metrics.summarise`), outcome counts, ``generation_error`` (samples the
@@ -46,22 +53,32 @@ import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from core.common.errors import ConfigError
 from core.common.progress import progress_bar
-from core.scenarios.repo.env import default_cache_dir, ensure_env
+from core.scenarios.repo.env import RepoEnv, default_cache_dir, ensure_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
+from core.scenarios.repo.image_env import ImageEnv, ensure_image_env
 from core.scenarios.repo.metrics import OUTCOMES, summarise
 from core.scenarios.repo.postgres import PostgresService
 from core.scenarios.repo.source import materialise
+from core.testenvmanager.sandbox.images import BASE_IMAGE, DEFAULT_DOCKER_HOST
 
-__all__ = ["repo_tests", "EXECUTIONS_FILE", "source_root"]
+__all__ = ["repo_tests", "EXECUTIONS_FILE", "ENVIRONMENTS_FILE", "source_root"]
 
 LOG = logging.getLogger(__name__)
 
 EXECUTIONS_FILE = "repo_executions.jsonl"
+ENVIRONMENTS_FILE = "repo_environments.jsonl"
+#: backends repo tasks run on
+BACKENDS = ("local", "docker")
+#: options of testenv's ``sandbox:`` that are not the docker backend's constructor options, or
+#: that this metric sets itself
+_NOT_DOCKER_OPTIONS = ("backend", "timeout", "timeout_factor", "timeout_floor", "timeout_ceiling",
+                       "memory_mb", "workers", "min_isolation", "image", "docker_host", "read_mounts")
 _FIELDS = tuple(SampleResult.__dataclass_fields__)
 
 
@@ -99,9 +116,12 @@ def source_root(spec: Path, want_hash: str, cache: Path | None = None) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _key(rec: Mapping[str, Any], index: int, code: str | None) -> str:
-    """Cache key of one sample: what decides its result (task, tests, services, source, code)."""
+def _key(rec: Mapping[str, Any], index: int, code: str | None, backend: str = "local") -> str:
+    """Cache key of one sample: what decides its result (task, tests, services, source, code;
+    the backend and ``run_env`` image when not ``local``, so keys of local runs stay as they were)."""
     what = [rec["id"], index, code, rec["tests"], rec.get("services") or [], rec["repo"]["content_hash"]]
+    if backend != "local":
+        what += [backend, rec.get("run_env")]
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -118,7 +138,8 @@ def _load_done(path: Path) -> dict[str, SampleResult]:
     return done
 
 
-def _samples(y_pred: Sequence[Any], context: Any) -> Iterator[tuple[dict[str, Any], str, Sample | None]]:
+def _samples(y_pred: Sequence[Any], context: Any,
+             backend: str) -> Iterator[tuple[dict[str, Any], str, Sample | None]]:
     """Per generated sample: (task record, cache key, sample) -- sample None on generation error."""
     from core.scenarios import get_kind
 
@@ -134,16 +155,64 @@ def _samples(y_pred: Sequence[Any], context: Any) -> Iterator[tuple[dict[str, An
                 yield rec, "", None
                 continue
             code = kind.answer(str(sample.get("raw_output") or ""), rec)
-            yield rec, _key(rec, index, code), Sample(f"{rec['id']}#{index}", rec, code)
+            yield rec, _key(rec, index, code, backend), Sample(f"{rec['id']}#{index}", rec, code)
 
 
-def _sandbox_options(settings: Mapping[str, Any]) -> tuple[int, str]:
-    backend = settings.get("backend", "local")
-    if backend != "local":
-        raise ConfigError(f"repo tasks run on the 'local' sandbox backend, not {backend!r}",
-                          hint="set sandbox.backend: local (repository environments are venvs on "
-                               "this machine)")
-    return int(settings.get("workers", 2)), str(settings.get("min_isolation", "kernel"))
+@dataclass(frozen=True)
+class _Sandbox:
+    """What testenv's ``sandbox:`` says for repo tasks."""
+
+    backend: str
+    workers: int
+    min_isolation: str
+    base_image: str = BASE_IMAGE
+    docker_host: str = DEFAULT_DOCKER_HOST
+    docker_options: dict[str, Any] = field(default_factory=dict)
+
+
+def _sandbox_options(settings: Mapping[str, Any]) -> _Sandbox:
+    backend = str(settings.get("backend", "local"))
+    if backend not in BACKENDS:
+        raise ConfigError(f"repo tasks run on the 'local' or 'docker' sandbox backend, not {backend!r}",
+                          hint="set sandbox.backend: local (venvs on this machine) or docker (images "
+                               "on the project's Docker engine)")
+    workers, min_isolation = int(settings.get("workers", 2)), str(settings.get("min_isolation", "kernel"))
+    if backend == "local":
+        return _Sandbox(backend, workers, min_isolation)
+    if "read_mounts" in settings:
+        raise ConfigError("sandbox.read_mounts is set by repo_tests itself (the views directory)",
+                          hint="remove read_mounts from testenv's sandbox section")
+    return _Sandbox(backend, workers, min_isolation, str(settings.get("image", BASE_IMAGE)),
+                    str(settings.get("docker_host", DEFAULT_DOCKER_HOST)),
+                    {k: v for k, v in settings.items() if k not in _NOT_DOCKER_OPTIONS})
+
+
+def _check_task(task: Mapping[str, Any], sandbox: _Sandbox) -> None:
+    """Raise :class:`ConfigError` when ``task`` cannot run on the chosen backend (checked for
+    every group before anything runs)."""
+    if sandbox.backend == "local" and task.get("run_env"):
+        raise ConfigError(f"task {task['id']} names run_env {task['run_env']!r}, an image: it needs "
+                          "the docker backend", hint="set sandbox.backend: docker")
+    if sandbox.backend == "docker" and "postgres" in (task.get("services") or []):
+        raise ConfigError(f"task {task['id']} needs the PostgreSQL service, which repo tasks have on the "
+                          "'local' sandbox backend only", hint="run the PostgreSQL sets with sandbox.backend: local")
+
+
+def _environment(first: Mapping[str, Any], sandbox: _Sandbox) -> RepoEnv | ImageEnv:
+    """The environment a group of tasks (one repository, services, ``run_env``) runs in."""
+    _check_task(first, sandbox)
+    requirements = list(first.get("env", {}).get("requirements") or [])
+    if sandbox.backend == "local":
+        return ensure_env(requirements)
+    env = ensure_image_env(requirements, run_env=first.get("run_env"), base=sandbox.base_image,
+                           docker_host=sandbox.docker_host)
+    return replace(env, options=dict(sandbox.docker_options))
+
+
+def _describe(env: RepoEnv | ImageEnv, repo: str) -> dict[str, Any]:
+    """One line of :data:`ENVIRONMENTS_FILE`."""
+    where = env.image if isinstance(env, ImageEnv) else str(env.root)
+    return {"repo": repo, "backend": env.backend, "environment": where, "pins": list(env.pins)}
 
 
 def repo_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, k: int | Sequence[int] = 1,
@@ -152,27 +221,30 @@ def repo_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, k: int |
     ks = _ks(k)
     if context is None:
         raise ConfigError("repo_tests needs the framework's context", hint="run it through 'ianvs -f'")
-    workers, min_isolation = _sandbox_options(getattr(context, "sandbox", {}) or {})
+    sandbox = _sandbox_options(getattr(context, "sandbox", {}) or {})
     base = Path(getattr(context, "config_dir", None) or ".")
     workspace = Path(context.workspace)
     log_path = workspace / EXECUTIONS_FILE
     done = _load_done(log_path)
     tasks: dict[str, dict[str, Any]] = {}
     results: list[SampleResult] = []
-    pending: dict[tuple[str, tuple[str, ...]], list[tuple[str, Sample]]] = defaultdict(list)
+    pending: dict[tuple[str, tuple[str, ...], str], list[tuple[str, Sample]]] = defaultdict(list)
     generation_errors = 0
-    for rec, key, sample in _samples(y_pred, context):
+    for rec, key, sample in _samples(y_pred, context, sandbox.backend):
         tasks[rec["id"]] = rec
         if sample is None:
             generation_errors += 1
         elif key in done:
             results.append(done[key])
         else:
-            pending[(rec["repo"]["content_hash"], tuple(rec.get("services") or ()))].append((key, sample))
+            group = (rec["repo"]["content_hash"], tuple(rec.get("services") or ()), str(rec.get("run_env") or ""))
+            pending[group].append((key, sample))
+    for items in pending.values():
+        _check_task(items[0][1].task, sandbox)
     total = sum(len(v) for v in pending.values())
     with open(log_path, "a", encoding="utf-8") as log, \
             progress_bar(total, "repo tests", "sample", getattr(context, "show_progress", True)) as bar:
-        for (want, services), items in pending.items():
+        for (want, services, _run_env), items in pending.items():
             first = items[0][1].task
             name = first["repo"]["name"]
             if not sources or name not in sources:
@@ -180,13 +252,15 @@ def repo_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, k: int |
                                   hint=f"add 'sources: {{{name}: <archive, bundle or folder>}}' to the "
                                        "repo_tests entry of testenv.yaml")
             root = source_root((base / sources[name]).resolve(), want)
-            env = ensure_env(list(first.get("env", {}).get("requirements") or []))
+            env = _environment(first, sandbox)
+            with open(workspace / ENVIRONMENTS_FILE, "a", encoding="utf-8") as envs:
+                envs.write(json.dumps(_describe(env, name)) + "\n")
             keys = {s.sample_id: key for key, s in items}
             with ExitStack() as stack:
                 service = stack.enter_context(PostgresService()) if "postgres" in services else None
                 for res in run_samples([s for _k, s in items], root, env, default_views_dir(),
-                                       workers=workers, timeout=float(timeout), min_isolation=min_isolation,
-                                       service=service):
+                                       workers=sandbox.workers, timeout=float(timeout),
+                                       min_isolation=sandbox.min_isolation, service=service):
                     log.write(json.dumps({"key": keys[res.sample_id], **res.__dict__}) + "\n")
                     log.flush()
                     results.append(res)
@@ -208,7 +282,8 @@ def _row(results: list[SampleResult], tasks: dict[str, dict[str, Any]], ks: list
     row["generation_error"] = generation_errors
     row["grading"] = "in_process" if results else ""
     row["isolation"] = "+".join(sorted({r.isolation for r in results if r.isolation}))
-    row["executed_by"] = "local" if results else ""
+    # results logged before executed_by was recorded all ran on ``local`` (the only backend then)
+    row["executed_by"] = "+".join(sorted({r.executed_by or "local" for r in results}))
     per_task: dict[str, list[SampleResult]] = defaultdict(list)
     for r in results:
         per_task[r.task_id].append(r)

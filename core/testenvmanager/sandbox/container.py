@@ -160,11 +160,13 @@ class _ContainerServer(LocalExecutor):
     name = "docker"
 
     def __init__(self, client: Any, image: str, runtime: str, limits: Mapping[str, Any],
-                 **options: Any) -> None:
+                 read_mounts: Mapping[str, str] | None = None, **options: Any) -> None:
         self._client, self._image, self._runtime, self._limits = client, image, runtime, limits
+        self._mounts = dict(read_mounts or {})
         self._ctl_dir = ""
         super().__init__(netns=False, mountns=False, cgroups=False, drop_uid=False,
-                         hide_packages=False, scratch_parent="/tmp", **options)
+                         hide_packages=False, scratch_parent="/tmp",
+                         read_paths=sorted(self._mounts.values()), **options)
 
     def _start_server(self, cfg: dict, python: str | None,
                       start_timeout: float) -> tuple[_ContainerProcess, socket.socket]:
@@ -200,7 +202,8 @@ class _ContainerServer(LocalExecutor):
                     nano_cpus=int(float(limits["cpus"]) * 1e9), runtime=self._runtime,
                     environment={"LANG": "C.UTF-8"}, labels={LABEL: "1", "io.ianvs.kind": "server",
                                                              OWNER_LABEL: owner()},
-                    volumes={_HARNESS: {"bind": _HARNESS_IN, "mode": "ro"},
+                    volumes={**{host: {"bind": inside, "mode": "ro"} for host, inside in self._mounts.items()},
+                             _HARNESS: {"bind": _HARNESS_IN, "mode": "ro"},
                              self._ctl_dir: {"bind": _CTL_IN, "mode": "rw"}})
             except Exception as exc:  # noqa: BLE001 - ImageNotFound, APIError, transport
                 raise ExecutorClosedError(f"cannot start a container from {self._image!r}: {exc}") from None
@@ -296,6 +299,11 @@ class DockerExecutor(Executor):
     audit_hook, judge_requests, processes, open_files, file_size_mb, boundary_limit_mb,
     output_limit, preload, landlock, seccomp, start_timeout:
         as for the ``local`` backend.
+    read_mounts:
+        ``{host directory: path in the container}``: each bind-mounted read-only into every
+        container and readable by samples (Landlock), e.g. the repo kind's per-sample views.
+        The container paths must be absolute and outside ``/tmp``, ``/dev/shm``, ``/run`` and
+        the harness's ``/opt/ianvs/harness``.
     uid_base:
         accepted for compatibility with ``local`` and ignored: containers run as one fixed
         non-root user (:data:`.images.CONTAINER_USER`).
@@ -314,7 +322,7 @@ class DockerExecutor(Executor):
                  file_size_mb: int = 64, boundary_limit_mb: int = 16,
                  output_limit: int = 64 * 1024, preload: list[str] | None = None,
                  landlock: bool = True, seccomp: bool = True, start_timeout: float = 60.0,
-                 uid_base: int = 61000) -> None:
+                 read_mounts: Mapping[str, str] | None = None, uid_base: int = 61000) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
         if seccomp_profile not in ("default", "unconfined"):
@@ -324,6 +332,7 @@ class DockerExecutor(Executor):
         if workers < 1 or pool_size < 1:
             raise ValueError("workers and pool_size must be >= 1")
         del uid_base  # containers run as one fixed non-root user
+        self.read_mounts = _check_mounts(read_mounts or {})
         self.image, self.runtime, self.docker_host = image, runtime, docker_host
         self.workers, self.pool_size, self.fresh = int(workers), int(pool_size), bool(fresh_container)
         self.min_isolation = IsolationLevel.parse(min_isolation)
@@ -420,7 +429,7 @@ class DockerExecutor(Executor):
 
             options["preload"] = [*(options.get("preload") or DEFAULT_PRELOAD), *modules]
         return _ContainerServer(self._client, image, self.runtime, self.limits,
-                                workers=workers or self.workers, **options)
+                                read_mounts=self.read_mounts, workers=workers or self.workers, **options)
 
     # ------------------------------------------------------------------------------ run
     def run(self, requests: Iterable[ExecRequest]) -> Iterator[ExecResult]:
@@ -558,6 +567,24 @@ class DockerExecutor(Executor):
             self.close()
         except Exception:  # noqa: BLE001
             pass
+
+
+def _check_mounts(mounts: Mapping[str, str]) -> dict[str, str]:
+    """``read_mounts`` checked: existing host directories, absolute container paths that do not
+    cover what the container needs for itself (its private tmpfs, the control socket, the
+    harness). Raises ``ValueError`` naming the entry."""
+    reserved = ("/tmp", "/dev", "/run", "/proc", "/sys", _HARNESS_IN, "/usr", "/etc", "/lib", "/bin")
+    out: dict[str, str] = {}
+    for host, inside in mounts.items():
+        if not os.path.isdir(host):
+            raise ValueError(f"read_mounts: {host!r} is not a directory on this host")
+        norm = os.path.normpath(str(inside))
+        if not norm.startswith("/") or norm == "/" or any(
+                norm == r or norm.startswith(r + "/") or r.startswith(norm + "/") for r in reserved):
+            raise ValueError(f"read_mounts: {inside!r} must be an absolute path outside "
+                             f"{', '.join(reserved)}")
+        out[os.path.abspath(host)] = norm
+    return out
 
 
 def _oom_killed(server: _ContainerServer) -> bool:

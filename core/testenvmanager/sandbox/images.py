@@ -19,6 +19,12 @@ Task images
     install anything. Task images are cached by a content hash of (base image id, sorted
     package specs) and tagged ``ianvs-sandbox/task:<hash>``.
 
+Repository images
+    :func:`env_image` derives, by the same route, an image with a repository's pinned
+    requirements plus the test tools (the repo kind's ``docker`` environment), tagged
+    ``ianvs-sandbox/repo-env:<hash>``; every image built with packages records their
+    ``pip freeze --all`` on the label :data:`PINS_LABEL` (:func:`image_pins`).
+
 Every image, container and build this module makes carries the label :data:`LABEL` (and
 ``io.ianvs.kind``); :func:`sweep` removes them by label.
 """
@@ -41,7 +47,7 @@ from typing import Any, Mapping
 from .types import SandboxError
 
 __all__ = ["DEFAULT_DOCKER_HOST", "BASE_IMAGE", "LABEL", "PACKAGES_DIR", "ImageError",
-           "connect", "build_base_image", "task_image", "image_python", "sweep",
+           "connect", "build_base_image", "task_image", "env_image", "image_pins", "image_python", "run_in_image", "sweep",
            "parse_package_downloads", "host_debian_mirror"]
 
 LOGGER = logging.getLogger(__name__)
@@ -50,11 +56,15 @@ LOGGER = logging.getLogger(__name__)
 DEFAULT_DOCKER_HOST = "unix:///run/ianvs-docker.sock"
 BASE_IMAGE = "ianvs-sandbox/python:base"
 TASK_REPO = "ianvs-sandbox/task"
+#: repository environments (:func:`env_image`)
+ENV_REPO = "ianvs-sandbox/repo-env"
 #: label on everything the backend creates (value "1"); sweeping goes by it
 LABEL = "io.ianvs.sandbox"
 KIND_LABEL = "io.ianvs.kind"
 HASH_LABEL = "io.ianvs.content-hash"
 PYTHON_LABEL = "io.ianvs.python"
+#: JSON list of the ``pip freeze --all`` lines of the packages an image added
+PINS_LABEL = "io.ianvs.pins"
 #: where a task image keeps its packages (under /usr: readable through the Landlock policy)
 PACKAGES_DIR = "/usr/lib/ianvs-packages"
 #: ``<host>:<pid>`` of the process that started a container (sweeping spares live owners)
@@ -62,6 +72,7 @@ OWNER_LABEL = "io.ianvs.owner"
 #: non-root uid:gid every sandbox container runs as
 CONTAINER_USER = "10001:10001"
 _RECIPE = 1  # bump when the base recipe changes (changes the content hash)
+_ENV_RECIPE = 2  # the same for repository images (2: bytecode compiled in the image)
 _TRIM = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man",
          "usr/share/locale", "usr/share/info")
 _PYPI_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?([<>=!~]=?[A-Za-z0-9.*+!-]+)?$")
@@ -257,10 +268,7 @@ def task_image(client: Any, base: str, packages: Mapping[str, str]) -> str:
     Raises :class:`ImageError` naming the package when pip cannot resolve it from the host's
     index, or when the built image cannot import a declared module.
     """
-    base_image = _find_image(client, base)
-    if base_image is None:
-        raise ImageError(f"image {base!r} does not exist on the Docker engine; build the base "
-                         "image with 'ianvs sandbox image build' or name an existing image")
+    base_image = _require_image(client, base)
     if not packages:
         return base
     specs = sorted(set(packages.values()))
@@ -268,6 +276,65 @@ def task_image(client: Any, base: str, packages: Mapping[str, str]) -> str:
     tag = f"{TASK_REPO}:{content}"
     if _find_image(client, tag) is not None:
         return tag
+    _build_with_packages(client, base, base_image, specs, tag, _labels("task", content))
+    _check_imports(client, tag, list(packages))
+    return tag
+
+
+def env_image(client: Any, base: str, requirements: list[str], tools: list[str]) -> str:
+    """The tag of ``base`` plus a repository environment: ``requirements`` (a repository's pinned
+    requirements) and ``tools`` (the test tools every repository environment has), installed
+    into :data:`PACKAGES_DIR` exactly like :func:`task_image`'s packages (wheels resolved by
+    the host's pip for the image's Python, copied in by a build without network).
+
+    Built on first use, then reused by content hash of (base image id, sorted requirements and
+    tools); tagged ``ianvs-sandbox/repo-env:<hash>`` and labelled like every image here, plus
+    :data:`PINS_LABEL`: the installed distributions as ``pip freeze --all`` lists them
+    (:func:`image_pins` reads it back). The built image must import ``pytest``.
+
+    Raises :class:`ImageError` naming the requirements when pip cannot resolve them (e.g. a
+    package with no wheel for the image's Python) or the image cannot import pytest.
+    """
+    base_image = _require_image(client, base)
+    specs = sorted(set(requirements) | set(tools))
+    content = hashlib.sha256(json.dumps(["repo-env", _ENV_RECIPE, base_image.id, specs]).encode()).hexdigest()[:16]
+    tag = f"{ENV_REPO}:{content}"
+    if _find_image(client, tag) is not None:
+        return tag
+    _build_with_packages(client, base, base_image, specs, tag, _labels("repo-env", content), compile_bytecode=True)
+    _check_imports(client, tag, ["pytest"])
+    return tag
+
+
+def image_pins(client: Any, tag: str) -> list[str]:
+    """The ``pip freeze`` lines recorded on an image made by :func:`env_image` (``[]`` for any
+    other image)."""
+    image = _require_image(client, tag)
+    try:
+        pins = json.loads((image.labels or {}).get(PINS_LABEL, "[]"))
+    except ValueError:
+        return []
+    return [str(p) for p in pins] if isinstance(pins, list) else []
+
+
+def _require_image(client: Any, ref: str) -> Any:
+    image = _find_image(client, ref)
+    if image is None:
+        raise ImageError(f"image {ref!r} does not exist on the Docker engine; build the base "
+                         "image with 'ianvs sandbox image build' or name an existing image")
+    return image
+
+
+def _build_with_packages(client: Any, base: str, base_image: Any, specs: list[str], tag: str,
+                         labels: dict[str, str], compile_bytecode: bool = False) -> None:
+    """Resolve ``specs`` on the host (wheels only, for the image's Python and platforms) and
+    build ``tag`` = ``base`` + those packages in :data:`PACKAGES_DIR`, labelled ``labels`` plus
+    the Python version and the installed distributions (:data:`PINS_LABEL`).
+
+    ``compile_bytecode``: the build also compiles the packages with the image's own Python
+    (``compileall``, hash-based ``.pyc`` that are never re-checked against sources). Without it
+    every process in a read-only container compiles each module it imports again; for a heavy
+    stack (scikit-learn, pandas, scipy) that is most of a short test run."""
     python = image_python(base_image) or f"{sys.version_info.major}.{sys.version_info.minor}"
     work = Path(tempfile.mkdtemp(prefix="ianvs-task-image-"))
     try:
@@ -283,38 +350,59 @@ def task_image(client: Any, base: str, packages: Mapping[str, str]) -> str:
             raise ImageError(f"cannot fetch package(s) {', '.join(specs)} for Python {python} "
                              f"from the configured package index: "
                              f"{(proc.stderr or proc.stdout).strip()[-600:]}")
-        (work / "Dockerfile").write_text(
-            f"FROM {base}\nCOPY --chown=0:0 packages {PACKAGES_DIR}\n")
+        freeze = subprocess.run([sys.executable, "-m", "pip", "freeze", "--all", "--path", str(target)],
+                                capture_output=True, text=True)
+        pins = sorted(line for line in freeze.stdout.splitlines() if line.strip())
+        steps = [f"FROM {base}", f"COPY --chown=0:0 packages {PACKAGES_DIR}"]
+        if compile_bytecode:  # files a Python 3 cannot compile (bundled py2 examples) are skipped
+            steps += ["USER 0:0", f"RUN python3 -m compileall -q -j 0 --invalidation-mode unchecked-hash "
+                                  f"{PACKAGES_DIR} || true", f"USER {CONTAINER_USER}"]
+        (work / "Dockerfile").write_text("\n".join(steps) + "\n")
         try:
             client.images.build(path=str(work), tag=tag, network_mode="none", rm=True,
                                 forcerm=True, pull=False,
-                                labels=_labels("task", content, **{PYTHON_LABEL: python}))
+                                labels={**labels, PYTHON_LABEL: python, PINS_LABEL: json.dumps(pins)})
         except Exception as exc:  # noqa: BLE001 - docker.errors.BuildError / APIError
-            raise ImageError(f"building task image {tag} failed: {exc}") from None
+            raise ImageError(f"building image {tag} failed: {exc}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    _check_imports(client, tag, list(packages))
-    return tag
 
 
-def _check_imports(client: Any, tag: str, modules: list[str]) -> None:
-    """Run the image once (no network) and import every declared module."""
-    code = ("import importlib, sys\nsys.path.append(%r)\nbad = []\nfor m in %r:\n"
-            "    try:\n        importlib.import_module(m)\n"
-            "    except Exception as e:\n        bad.append(f'{m}: {e!r}')\n"
-            "print('\\n'.join(bad))\nsys.exit(1 if bad else 0)\n") % (PACKAGES_DIR, modules)
-    container = client.containers.create(tag, ["python3", "-I", "-c", code], network_mode="none",
-                                         labels=_labels("check", **{OWNER_LABEL: owner()}),
-                                         user=CONTAINER_USER)
+def run_in_image(client: Any, tag: str, code: str, timeout: float = 120.0) -> str:
+    """Run ``python3 -I -c code`` once in ``tag`` (no network, the sandbox's non-root user,
+    labelled) and return its output. Raises :class:`ImageError` with the output's tail when it
+    exits non-zero or the image does not exist."""
+    import docker.errors
+
+    try:
+        container = client.containers.create(tag, ["python3", "-I", "-c", code], network_mode="none",
+                                             labels=_labels("check", **{OWNER_LABEL: owner()}),
+                                             user=CONTAINER_USER)
+    except docker.errors.ImageNotFound:
+        raise ImageError(f"image {tag!r} does not exist on the Docker engine") from None
     try:
         container.start()
-        status = container.wait(timeout=120)
+        status = container.wait(timeout=timeout)
         logs = container.logs().decode("utf-8", "replace").strip()
     finally:
         container.remove(force=True)
     if status.get("StatusCode") != 0:
+        raise ImageError(f"python3 in {tag} exited with status {status.get('StatusCode')}: {logs[-600:]}")
+    return logs
+
+
+def _check_imports(client: Any, tag: str, modules: list[str]) -> None:
+    """Run the image once (no network) and import every declared module; a failing image is
+    removed."""
+    code = ("import importlib, sys\nsys.path.append(%r)\nbad = []\nfor m in %r:\n"
+            "    try:\n        importlib.import_module(m)\n"
+            "    except Exception as e:\n        bad.append(f'{m}: {e!r}')\n"
+            "print('\\n'.join(bad))\nsys.exit(1 if bad else 0)\n") % (PACKAGES_DIR, modules)
+    try:
+        run_in_image(client, tag, code)
+    except ImageError as exc:
         _remove_image(client, tag)
-        raise ImageError(f"task image cannot import its package_downloads modules: {logs[-600:]}")
+        raise ImageError(f"image {tag} cannot import {', '.join(modules)}: {exc}") from None
 
 
 def _remove_image(client: Any, ref: str) -> None:
