@@ -116,10 +116,16 @@ def source_root(spec: Path, want_hash: str, cache: Path | None = None) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+#: bumped whenever how a sample is graded changes, so a resumed run never reuses older verdicts
+#: (2: pass needs every selected test to have run and passed; nonce-marked per-test outcomes)
+GRADING_VERSION = 2
+
+
 def _key(rec: Mapping[str, Any], index: int, code: str | None, backend: str = "local") -> str:
-    """Cache key of one sample: what decides its result (task, tests, services, source, code;
-    the backend and ``run_env`` image when not ``local``, so keys of local runs stay as they were)."""
-    what = [rec["id"], index, code, rec["tests"], rec.get("services") or [], rec["repo"]["content_hash"]]
+    """Cache key of one sample: what decides its result (task, tests, services, source, code,
+    :data:`GRADING_VERSION`; the backend and ``run_env`` image when not ``local``)."""
+    what = [rec["id"], index, code, rec["tests"], rec.get("services") or [], rec["repo"]["content_hash"],
+            GRADING_VERSION]
     if backend != "local":
         what += [backend, rec.get("run_env")]
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:24]
