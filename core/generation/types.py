@@ -15,10 +15,11 @@ Mode = Literal["complete", "chat"]
 MODES: tuple[str, ...] = ("complete", "chat")
 
 DEFAULT_COMPLETION_STOPS: tuple[str, ...] = (
-    "\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ", '\n"""', "\n```",
+    "\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ", '\n"""', "\n```", "\n@",
 )
 """Stops for raw completion of a function body: anything that starts a new top-level
-statement after the body. Column-0 only, so nested code and indented comments pass."""
+statement after the body (``\n@``: the next definition's decorator, which left dangling at the
+end of a module is a syntax error). Column-0 only, so nested code and indented comments pass."""
 
 DEFAULT_CHAT_INSTRUCTION = (
     "Complete the following Python function. Reply with the complete function "

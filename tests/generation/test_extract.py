@@ -118,3 +118,19 @@ def test_raw_completion_truncation() -> None:
     assert truncate_at_stops("    return 1\n\ndef g():\n", ["\ndef ", "\n#"]) == "    return 1\n"
     assert complete_code("def f():\n", "    return 1\n#x", ["\n#"]) == "def f():\n    return 1"
     assert truncate_at_stops("abc", []) == "abc"
+
+
+def test_default_stops_end_a_body_before_the_next_decorator() -> None:
+    """Seen on the embedded model: a correct body followed by the next function's decorator. Left
+    in, the dangling ``@curry`` makes the whole module a syntax error."""
+    import ast
+
+    from core.generation.types import DecodingSettings
+
+    stops = DecodingSettings().resolved_stop("complete")
+    code = complete_code("def flip(func, a, b):\n", "    return func(b, a)\n\n\n@curry\n\n", stops)
+    ast.parse(code)
+    assert code.rstrip().endswith("return func(b, a)")
+    # a decorator nested in the body is not a stop (column 0 only)
+    nested = "    @staticmethod\n    def g():\n        return 1\n    return g\n"
+    assert complete_code("def f():\n", nested, stops) == "def f():\n" + nested

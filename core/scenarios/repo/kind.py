@@ -13,7 +13,7 @@ the sandbox.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +33,65 @@ RECORD_FIELDS = {"task_id", "kind", "repo", "env", "file", "file_sha256", "qualn
                  "metadata"}
 #: services a task may ask the harness for (see :mod:`core.scenarios.repo.postgres`)
 SERVICES = {"postgres"}
+#: the body indentation of :func:`header_of` (its docstring's)
+_BODY_INDENT = "    "
 _REQUIRED_STR = ("task_id", "file", "qualname", "name", "signature", "context", "reference")
 
 
+def _statement_lines(text: str) -> Iterator[tuple[int, int]]:
+    """(offset, indentation width) of every line of ``text`` that holds code (not blank, not
+    only a comment)."""
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.lstrip(" \t")
+        if stripped.strip() and not stripped.startswith("#"):
+            yield offset, len(line) - len(stripped)
+        offset += len(line)
+
+
+def _reindent(text: str, width: int) -> str:
+    """``text`` with ``width`` leading characters of every line that has them as indentation
+    replaced by the header's body indentation (other lines unchanged)."""
+    lines = text.splitlines(keepends=True)
+    return "".join(_BODY_INDENT + line[width:] if line[:width].strip(" \t") == "" and line[width:].strip()
+                   else line for line in lines)
+
+
+def _continuations(raw_output: str) -> Iterator[str]:
+    """Ways to read a continuation as a function body, most literal first (see answer_code)."""
+    yield raw_output
+    lines = list(_statement_lines(raw_output))
+    if not lines:
+        return
+    width = lines[0][1]
+    cuts = [offset for offset, indent in lines[1:] if indent < width]
+    yield from (raw_output[:cut] for cut in cuts)
+    if width != len(_BODY_INDENT):
+        for text in (raw_output, *(raw_output[:cut] for cut in cuts)):
+            yield _reindent(text, width)
+
+
 def answer_code(raw_output: str, record: Mapping[str, Any]) -> str:
-    """The full ``def`` to inject for a model reply (see the module docstring)."""
-    if defines_function(raw_output, str(record["name"])):
+    """The full ``def`` to inject for a model reply (see the module docstring).
+
+    A continuation ends where the function ends, at the body's own indentation. Completion
+    models often go on after the body (the next function's decorator, the class's next method,
+    a module-level statement, a truncated second function), and for a method they may indent
+    the body at the class's level (8 spaces) under a header shown at column 0: neither may turn
+    a correct body into a syntax error. So when header + reply does not parse, the reply is cut
+    before the first code line indented less than its first one (later such lines in turn: a
+    cut inside a multi-line string does not parse), then the same re-indented to the header's
+    body indentation; the first reading for which header + text parses and defines the
+    function wins. A reply with no such reading is used whole, and injection reports it.
+    """
+    name = str(record["name"])
+    if defines_function(raw_output, name):
         return raw_output
-    return header_of(record) + raw_output
+    header = header_of(record)
+    for text in _continuations(raw_output):
+        if defines_function(header + text, name):
+            return header + text
+    return header + raw_output
 
 
 def load_tasks(path: Path, limit: int | None = None) -> list[dict[str, Any]]:

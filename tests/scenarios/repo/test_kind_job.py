@@ -14,6 +14,7 @@ import pytest
 from core.common.errors import ConfigError, DatasetError
 from core.scenarios import get_kind
 from core.scenarios.repo.kind import answer_code
+from core.scenarios.repo.prompts import header_of
 from core.scenarios.repo.scoring import EXECUTIONS_FILE, source_root
 from tests.runner.conftest import run_cli
 from tests.scenarios.repo.conftest import SHIPPED
@@ -110,6 +111,41 @@ def test_answers_become_a_full_def() -> None:
     assert answer_code(fenced, TASK) == fenced
     msgs = get_kind("repo").messages(TASK)
     assert msgs[0]["role"] == "system" and TASK["signature"].strip() in msgs[1]["content"]
+
+
+def test_a_continuation_ends_where_the_function_ends() -> None:
+    """Completion models go on after the body (seen on the embedded model: the next function's
+    decorator, a truncated second function). That tail must not make a correct body a syntax
+    error, and a column-0 line inside a multi-line string of the body is not the end."""
+    body = "    return 42\n"
+    for tail in ("\n\n@curry\n\n", "\n\ndef other(x):\n    if x:\n", "\nx = (\n", "\n@"):
+        code = answer_code(body + tail, TASK)
+        assert code.startswith(header_of(TASK) + body) and not code[len(header_of(TASK) + body):].strip(), \
+            repr(tail)
+        assert "return 42" in inject_body(code)
+    in_string = '    text = """\nline at column 0\n"""\n    return text\n'
+    code = answer_code(in_string + "\n@curry\n", TASK)
+    assert code == header_of(TASK) + in_string + "\n"  # up to the line the decorator starts
+    assert "line at column 0" in inject_body(code)
+    # a method's body at the class's indentation, then the class's next method (seen on the
+    # embedded model): re-indented under the header, cut before the next method
+    method = "        self.x = 1\n        return self.x\n\n    def fit(self):\n        return self\n"
+    code = answer_code(method, TASK)
+    assert "return self.x" in inject_body(code) and "fit" not in code
+    assert "    self.x = 1\n    return self.x\n" in code
+    # a column-0 comment does not end the function; nothing parses: the reply is used whole
+    assert answer_code("# note\n    return 1\n", TASK) == header_of(TASK) + "# note\n    return 1\n"
+    assert answer_code("    return (\n", TASK) == header_of(TASK) + "    return (\n"
+
+
+def inject_body(code: str) -> str:
+    """The file the shipped task's source becomes with ``code`` injected (its function only)."""
+    import ast
+
+    tree = ast.parse(code)
+    node = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.name == TASK["name"])
+    return ast.get_source_segment(code, node) or ""
 
 
 def test_an_environment_that_cannot_be_made_is_one_readable_error(tmp_path: Path) -> None:
