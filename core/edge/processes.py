@@ -167,8 +167,8 @@ class EdgeCluster:
         while time.monotonic() < deadline:
             for key, proc in self.procs.items():
                 if key == "scheduler" and proc.poll() is not None:
-                    raise RuntimeError(f"the scheduler exited with {proc.returncode} "
-                                       f"(log: {self.log_dir})")
+                    raise RuntimeError(f"the scheduler exited with {proc.returncode}"
+                                       f"{self.log_tails(['scheduler'])}")
             try:
                 with Client(self.address, security=security(self.client_tls(), "client"),
                             timeout=5, set_as_default=False) as client:
@@ -179,8 +179,23 @@ class EdgeCluster:
             except Exception as exc:  # noqa: BLE001 - scheduler not up yet
                 last = exc
                 time.sleep(0.2)
-        raise TimeoutError(f"{count} worker(s) did not register within {timeout:.0f}s: {last} "
-                           f"(logs: {self.log_dir})")
+        raise TimeoutError(f"{count} worker(s) did not register within {timeout:.0f}s: {last}"
+                           f"{self.log_tails()}")
+
+    def log_tails(self, keys: Sequence[str] | None = None, lines: int = 15) -> str:
+        """The last ``lines`` lines of each process's log (``keys``: default all), for an error
+        message: a log folder is often a temporary one that is gone when the error is read."""
+        if self.log_dir is None:
+            return " (no log folder: the processes' output was discarded)"
+        parts = []
+        for key in keys if keys is not None else list(self.procs):
+            try:
+                text = (self.log_dir / f"{key}.log").read_text(errors="replace")
+            except OSError as exc:
+                text = f"(unreadable: {exc})"
+            tail = "\n".join(text.splitlines()[-lines:]) or "(empty)"
+            parts.append(f"--- {key} log ({self.log_dir / f'{key}.log'}), last lines:\n{tail}")
+        return "\n" + "\n".join(parts)
 
     def kill(self, key: str, sig: int = signal.SIGKILL) -> None:
         """Send ``sig`` to the process group of ``key`` (a worker name or ``scheduler``)."""

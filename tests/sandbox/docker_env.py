@@ -29,11 +29,14 @@ def _prepare() -> str:
     try:
         client = connect(DEFAULT_DOCKER_HOST, timeout=10)
     except ImageError:
-        subprocess.run(["bash", str(ROOT / ".ci" / "docker-engine.sh")], check=False)
+        try:  # the script waits for the engine at most 30 s; installing it may take minutes
+            subprocess.run(["bash", str(ROOT / ".ci" / "docker-engine.sh")], check=False, timeout=900)
+        except subprocess.TimeoutExpired:
+            return "'.ci/docker-engine.sh' did not finish within 900 s" + _engine_log_tail()
         try:
             client = connect(DEFAULT_DOCKER_HOST, timeout=10)
         except ImageError as exc:
-            return str(exc)
+            return str(exc) + _engine_log_tail()
     try:
         build_base_image(client)
     except ImageError as exc:
@@ -41,6 +44,16 @@ def _prepare() -> str:
     finally:
         client.close()
     return ""
+
+
+def _engine_log_tail(lines: int = 20) -> str:
+    """The end of the engine's log (where .ci/docker-engine.sh sends it), for a failure message."""
+    log = Path(os.environ.get("IANVS_DOCKER_LOG", "/var/log/ianvs-dockerd.log"))
+    try:
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
+    except OSError as exc:
+        return f"; no engine log ({exc})"
+    return f"; {log} ends:\n" + "\n".join(tail)
 
 
 def require_docker() -> None:

@@ -182,6 +182,8 @@ class PostgresService:
         self.base = Path(base or tempfile.gettempdir())
         self.template_sql = template_sql
         self.start_timeout = start_timeout
+        #: seconds any one client command (initdb, psql, pg_isready) may take before it is an error
+        self.command_timeout = max(60.0, start_timeout * 4)
         self.stop_timeout = stop_timeout
         self.run_dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -234,8 +236,12 @@ class PostgresService:
         if self._ids is not None:
             kwargs = {"user": self._ids[0], "group": self._ids[1], "extra_groups": []}
         full_env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **(env or {})}
-        proc = subprocess.run(argv, input=input_text, capture_output=True, text=True, env=full_env,
-                              cwd="/", **kwargs)  # type: ignore[call-overload]
+        try:
+            proc = subprocess.run(argv, input=input_text, capture_output=True, text=True, env=full_env,
+                                  cwd="/", timeout=self.command_timeout, **kwargs)  # type: ignore[call-overload]
+        except subprocess.TimeoutExpired as exc:
+            raise IanvsError(f"PostgreSQL service: {Path(argv[0]).name} did not finish within "
+                             f"{self.command_timeout:.0f}s; the server's log ends: {self._log_tail()}") from exc
         if check and proc.returncode != 0:
             raise IanvsError(f"PostgreSQL service: {Path(argv[0]).name} failed: "
                              f"{(proc.stderr or proc.stdout).strip()[-800:]}")
@@ -308,14 +314,20 @@ class PostgresService:
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise IanvsError("PostgreSQL service: the server exited at start: "
-                                 + (self.run_dir / "server.log").read_text()[-800:])  # type: ignore[operator]
+                raise IanvsError("PostgreSQL service: the server exited at start: " + self._log_tail())
             ready = self._run([str(self.bindir / "pg_isready"), "-q", "-h", str(self.socket_dir),
                                "-U", SUPERUSER], check=False)
             if ready.returncode == 0:
                 return
             time.sleep(0.05)
-        raise IanvsError(f"PostgreSQL service: not ready after {self.start_timeout:.0f}s")
+        raise IanvsError(f"PostgreSQL service: not ready after {self.start_timeout:.0f}s; the "
+                         "server's log ends: " + self._log_tail())
+
+    def _log_tail(self, chars: int = 800) -> str:
+        try:
+            return (self.run_dir / "server.log").read_text(errors="replace")[-chars:]  # type: ignore[operator]
+        except OSError as exc:
+            return f"(no log: {exc})"
 
     def _psql(self, sql: str, database: str = "postgres") -> str:
         out = self._run([str(self.bindir / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1",

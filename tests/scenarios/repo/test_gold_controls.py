@@ -4,7 +4,12 @@ blanked body passes none of its FAIL_TO_PASS tests. A broken task therefore cann
 A set whose tasks need ``services: [postgres]`` runs against the private PostgreSQL service (one
 database per sample); it is skipped, naming the install script, where PostgreSQL is not installed.
 Also checks each set's records (>= 50 tasks, licence, pins, schema, content hash of the shipped
-source) and that the example's testenv names a source for every shipped set."""
+source) and that the example's testenv names a source for every shipped set.
+
+The gold controls run once per content (:mod:`tests.verified`): their key covers the tasks file,
+the shipped source, the repo kind's and the sandbox's code and the grading version, so any change
+that could break a task runs them in full; an unchanged set is skipped naming the date it was
+verified (``pytest --recheck-verified`` runs them anyway)."""
 
 from __future__ import annotations
 
@@ -19,8 +24,10 @@ from core.scenarios.repo.execute import Sample, run_samples
 from core.scenarios.repo.kind import load_tasks
 from core.scenarios.repo.postgres import PostgresService, PostgresUnavailable
 from core.scenarios.repo.prompts import reference_code
+from core.scenarios.repo.scoring import GRADING_VERSION
 from core.scenarios.repo.source import materialise
 from tests.scenarios.repo.conftest import shipped_sets
+from tests.verified import REPO, Verified
 
 SETS = shipped_sets()
 IDS = [path.name.removesuffix("-tasks.jsonl") for _name, path, _src in SETS]
@@ -42,10 +49,24 @@ def test_shipped_records(spec: tuple[str, Path, Path]) -> None:
         assert t["reference"].strip() and t["signature"].lstrip().startswith(("def ", "async def "))
 
 
+def gold_key(path: Path, source: Path) -> Verified:
+    """What the gold controls of one set depend on."""
+    return Verified(f"gold-{path.name.removesuffix('-tasks.jsonl')}",
+                    [path, source, REPO / "core/scenarios/repo", REPO / "core/testenvmanager/sandbox"],
+                    [f"grading={GRADING_VERSION}"])
+
+
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 @pytest.mark.parametrize("spec", SETS, ids=IDS)
-def test_gold_controls(spec: tuple[str, Path, Path], views_dir: Path) -> None:
+def test_gold_controls(spec: tuple[str, Path, Path], views_dir: Path,
+                       request: pytest.FixtureRequest) -> None:
     _name, path, source = spec
+    verified = gold_key(path, source)
+    earlier = verified.recorded()
+    if earlier and not request.config.getoption("recheck_verified"):
+        pytest.skip(f"gold controls passed for this content on {earlier['date']} "
+                    f"({earlier['tasks']} tasks; key {verified.key[:12]}); --recheck-verified reruns")
     tasks = load_tasks(path)
     src = materialise(str(source), views_dir / "src")
     assert {t["repo"]["content_hash"] for t in tasks} == {src.content_hash}
@@ -68,3 +89,4 @@ def test_gold_controls(spec: tuple[str, Path, Path], views_dir: Path) -> None:
         r = results[s.sample_id]
         assert r.outcome != "passed", s.sample_id
         assert all(r.tests.get(name) != "passed" for name in s.task["tests"]["fail_to_pass"]), s.sample_id
+    verified.record(tasks=len(tasks))
