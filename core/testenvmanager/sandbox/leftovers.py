@@ -55,7 +55,7 @@ NETNS_DIR = "/run/netns"
 EDGE_OWNER_ENV = "IANVS_EDGE_OWNER"
 _SANDBOX_RE = re.compile(r"^ianvs-sandbox-(\d+)-[0-9a-f]+$")
 _CTL_RE = re.compile(r"^ianvs-docker-ctl-(\d+)-")
-_PG_RE = re.compile(r"^ianvs-pg-(\d+)-")
+_PG_RE = re.compile(r"^ianvs-pg-(\d+)-")  # core.scenarios.repo.postgres._PREFIX + pid
 _VIEWS_RE = re.compile(r"^run-(?:(\d+)-)?")
 _NETNS_RE = re.compile(r"^ianvs-(\d+)-[A-Za-z0-9_.-]+$")
 
