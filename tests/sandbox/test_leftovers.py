@@ -305,3 +305,36 @@ def test_clean_reports_errors_in_one_line() -> None:
 
 def test_docker_listing_never_fails_without_an_engine() -> None:
     assert leftovers.docker_objects("unix:///nonexistent/docker.sock") == []
+
+
+def test_clean_removes_only_dead_owners_containers() -> None:
+    """Labelled containers: a dead owner's goes, a live owner's stays (the project's engine)."""
+    from tests.sandbox.docker_env import require_docker
+
+    require_docker()
+    import socket
+
+    from core.testenvmanager.sandbox.images import (BASE_IMAGE, DEFAULT_DOCKER_HOST, LABEL,
+                                                    OWNER_LABEL, connect)
+
+    client = connect(DEFAULT_DOCKER_HOST, timeout=30)
+    made = []
+    try:
+        for pid in (_dead_pid(), os.getpid()):
+            made.append(client.containers.run(
+                BASE_IMAGE, ["sleep", "120"], detach=True, network_mode="none",
+                labels={LABEL: "1", OWNER_LABEL: f"{socket.gethostname()}:{pid}"}))
+        res = _cli("clean")
+        assert res.returncode == 0, res.stdout + res.stderr
+        dead, live = made
+        assert any(dead.short_id in line and line.startswith("removed") for line in res.stdout.splitlines())
+        assert any(live.short_id in line and line.startswith("kept") for line in res.stdout.splitlines())
+        live.reload()
+        assert live.status == "running"
+    finally:
+        for container in made:
+            try:
+                container.remove(force=True)
+            except Exception:  # noqa: BLE001 - already removed by clean
+                pass
+        client.close()

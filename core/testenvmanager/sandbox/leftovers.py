@@ -14,7 +14,8 @@ kind            where / how it is named                                 owner
 ``scratch``     ``{/dev/shm,$TMPDIR,/tmp}/ianvs-sandbox-<pid>-<hex>``   the fork server
 ``docker-ctl``  ``<tmp>/ianvs-docker-ctl-<pid>-<random>``               the ``ianvs`` process
 ``container``   containers labelled ``io.ianvs.sandbox`` (owner label)  the ``ianvs`` process
-``volume``      volumes labelled ``io.ianvs.sandbox``                   none (removed if unused)
+``volume``      volumes labelled ``io.ianvs.sandbox``                   none (kept while a
+                                                                        container uses it)
 ``postgres``    ``<tmp>/ianvs-pg-<pid>-<random>`` (a temp cluster)      the harness process
 ``repo-views``  ``<cache>/repo-views/run-<pid>-<random>``               the scoring process
 ``edge``        processes with ``IANVS_EDGE_OWNER=<pid>:<start>`` in    the process that ran
@@ -188,7 +189,9 @@ def docker_objects(docker_host: str | None = None, timeout: float = 5.0) -> list
                                   int(owner) if owner.isdigit() else None,
                                   _owner_alive(labels), detail=container.status, handle=container))
         for volume in client.volumes.list(filters={"label": LABEL}):
-            found.append(Leftover("volume", volume.name, None, False, handle=volume))
+            users = client.containers.list(all=True, filters={"volume": volume.name})
+            found.append(Leftover("volume", volume.name, None, bool(users), handle=volume,
+                                  detail=f"used by {len(users)} container(s)" if users else "unused"))
     except Exception as exc:  # noqa: BLE001 - engine went away while listing
         LOGGER.debug("docker listing: %s", exc)
     return found
