@@ -7,7 +7,8 @@
 * ``ianvs dataset humaneval -o out.jsonl``: write HumanEval in the codegen record schema;
 * ``ianvs edge certs|scheduler|worker|demo``: grade on edge nodes (see :mod:`core.cmd.edge`).
 * ``ianvs sandbox image build`` / ``ianvs sandbox sweep``: the docker backend's images and
-  leftovers (:mod:`core.cmd.sandbox`).
+  leftovers; ``ianvs sandbox doctor`` / ``ianvs sandbox clean``: the walls of this machine and
+  what dead runs left (:mod:`core.cmd.sandbox`).
 * ``ianvs dataset comments|issues --from ... -o out.jsonl``: build comment / issue records;
 * ``ianvs judge export|import -f job.yaml ...``: human rating sheets of a finished run.
 * ``ianvs dataset repo --repo <git dir|sdist|folder> -o tasks.jsonl``: build repo-level tasks.
@@ -45,7 +46,9 @@ def main_parser() -> argparse.ArgumentParser:
         epilog="subcommands: 'ianvs validate -f job.yaml' checks a job without running it; "
                "'ianvs dataset humaneval -o out.jsonl' converts HumanEval; "
                "'ianvs edge certs|scheduler|worker|demo' grades on edge nodes (Dask); "
-               "'ianvs sandbox image build' builds the docker backend's base image.")
+               "'ianvs sandbox image build' builds the docker backend's base image; "
+               "'ianvs sandbox doctor' / 'ianvs sandbox clean' show the walls and remove what "
+               "dead runs left.")
     parser.add_argument("-f", "--benchmarking_config_file", nargs="?", default=None,
                         help="run the benchmarking job in this YAML file")
     parser.add_argument("-v", "--version", action="version", version=__version__,

@@ -109,7 +109,12 @@ class EdgeCluster:
         self.scheduler_prefix = list(scheduler_prefix)
         self.log_dir = log_dir
         root = str(Path(__file__).resolve().parents[2])
-        self.env = {**os.environ, "PYTHONPATH": root, "PYTHONUNBUFFERED": "1", **(env or {})}
+        # the owner marker lets `ianvs sandbox clean` stop processes of a run that was killed
+        from core.testenvmanager.sandbox.leftovers import EDGE_OWNER_ENV
+        from core.testenvmanager.sandbox.owners import owner_token
+
+        self.env = {**os.environ, "PYTHONPATH": root, "PYTHONUNBUFFERED": "1", **(env or {}),
+                    EDGE_OWNER_ENV: owner_token()}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     @property

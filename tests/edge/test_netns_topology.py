@@ -25,6 +25,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
 
 from core.edge.certs import write_certs  # noqa: E402
 from core.edge.processes import EdgeCluster, WorkerSpec  # noqa: E402
+from core.testenvmanager.sandbox.leftovers import netns_name  # noqa: E402
 
 SCHED_PORT, RELAY_PORT, DELAY_MS = 8786, 8790, 20
 
@@ -37,8 +38,9 @@ class Topology:
     """Namespaces and links (see module doc); ``net`` is the second octet of 10.net.x.y."""
 
     def __init__(self) -> None:
-        self.tag = f"i9{os.getpid() % 100000}"
-        self.ns = {"cloud": f"{self.tag}c", "edge1": f"{self.tag}e1", "edge2": f"{self.tag}e2"}
+        self.tag = f"i9{os.getpid() % 100000}"  # host veth names (at most 15 characters)
+        # ianvs-<pid>-<label>: `ianvs sandbox clean` removes them if this process dies first
+        self.ns = {"cloud": netns_name("c"), "edge1": netns_name("e1"), "edge2": netns_name("e2")}
         used = subprocess.run(["ip", "-4", "addr"], capture_output=True, text=True).stdout
         self.net = next(n for n in random.sample(range(150, 250), 100) if f" 10.{n}." not in used)
 

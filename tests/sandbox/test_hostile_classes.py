@@ -22,7 +22,7 @@ import pytest
 
 from core.testenvmanager.sandbox import ExecRequest, IsolationLevel, Outcome
 
-from .conftest import CHECK_ADD, GOOD_PROGRAM, TEST_UID_BASE, assert_alive, run_one, server_alive
+from .conftest import CHECK_ADD, GOOD_PROGRAM, assert_alive, run_one, server_alive
 
 NEVER_PASS = {Outcome.FAILED, Outcome.ERROR, Outcome.TIMEOUT, Outcome.SANDBOX_VIOLATION,
               Outcome.MEMORY_EXCEEDED, Outcome.SYNTAX_ERROR}
@@ -169,8 +169,9 @@ def test_hostile_test_text_is_not_in_the_candidates_memory(backend) -> None:
                     uid = int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[0])
                 except (OSError, IndexError, ValueError):
                     continue
-                role = {TEST_UID_BASE: "cand", TEST_UID_BASE + 1: "cand",
-                        TEST_UID_BASE + 2: "judge", TEST_UID_BASE + 3: "judge"}.get(uid)
+                base, workers = backend.uid_base, backend.workers
+                role = ("cand" if base <= uid < base + workers else
+                        "judge" if base + workers <= uid < base + 2 * workers else None)
                 if role is None or found.get((role, int(pid))):
                     continue
                 found[(role, int(pid))] = _memory_contains(int(pid), marker.encode())

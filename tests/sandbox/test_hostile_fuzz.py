@@ -22,7 +22,6 @@ from core.testenvmanager.sandbox import ExecRequest, Outcome, get_executor
 
 from .conftest import CHECK_ADD, GOOD_PROGRAM, uid_processes
 
-FUZZ_UID_BASE = 63000
 SNIPPETS = [
     "import os\nos._exit(0)\n",
     "import os\nos._exit(70)\n",
@@ -76,8 +75,9 @@ def _listing() -> set[tuple[str, str]]:
 
 def test_hostile_fuzz_random_programs() -> None:
     before = _listing()
-    executor = get_executor("local", workers=2, uid_base=FUZZ_UID_BASE)
+    executor = get_executor("local", workers=2)  # leased uids: 4 from uid_base
     cgroups = list(executor.facts.get("cgroups", {}).values())
+    uid_base = executor.uid_base
     try:
         @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck),
                   database=None)
@@ -100,8 +100,8 @@ def test_hostile_fuzz_random_programs() -> None:
     finally:
         executor.close()
     deadline = time.monotonic() + 3
-    while uid_processes(FUZZ_UID_BASE, 16) and time.monotonic() < deadline:
+    while uid_processes(uid_base, 4) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not uid_processes(FUZZ_UID_BASE, 16), "sandboxed processes outlived the executor"
+    assert not uid_processes(uid_base, 4), "sandboxed processes outlived the executor"
     assert not {p for p in cgroups if os.path.exists(p)}, "cgroups left behind"
     assert not {n for n in _listing() - before if "ianvs" in n[1]}, _listing() - before

@@ -15,7 +15,7 @@ import pytest
 
 from core.testenvmanager.sandbox import IsolationLevel, Outcome
 
-from .conftest import (CHECK_ADD, GOOD_PROGRAM, SECRET, TEST_UID_BASE, assert_alive, run_one,
+from .conftest import (CHECK_ADD, GOOD_PROGRAM, SECRET, assert_alive, own_sample_uids, run_one,
                        uid_processes)
 
 WRONG = "def add(a, b):\n    return a - b\n"
@@ -52,9 +52,9 @@ def _stdout_lacks(text: str) -> Callable:
 
 
 def _sandbox_uid_processes() -> list[int]:
-    # the sample uids of the 2-worker session executor (its judges, TEST_UID_BASE + 2..,
+    # the sample uids of this session's executors (leased; their judges, at uid_base + workers,
     # are long-lived and never run sample code)
-    return uid_processes(TEST_UID_BASE, 2)
+    return [pid for first, count in own_sample_uids() for pid in uid_processes(first, count)]
 
 
 def _no_survivors(res) -> None:

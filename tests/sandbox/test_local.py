@@ -145,7 +145,9 @@ def test_loopback_works_inside_namespace(backend) -> None:
 def test_unprivileged_uid_when_full(executor) -> None:
     if executor.isolation < IsolationLevel.FULL:
         pytest.skip("full isolation unavailable")
-    res = probe(executor, "import os\nreturn os.getuid() >= 62000 and os.getgid() >= 62000 and os.getgroups() == []")
+    base = executor.uid_base
+    res = probe(executor, f"import os\nreturn {base} <= os.getuid() < {base + executor.workers} "
+                          f"and os.getgid() == os.getuid() and os.getgroups() == []")
     assert res.passed, res.detail
 
 
@@ -379,12 +381,12 @@ def _judge_pids(uid: int) -> set[int]:
 
 def test_judges_are_replaced_after_their_request_budget() -> None:
     """A slot's judge runs at most ``judge_requests`` tests; the next one starts fresh."""
-    with LocalExecutor(workers=1, judge_requests=2, uid_base=64000) as ex:
+    with LocalExecutor(workers=1, judge_requests=2) as ex:
         seen = []
         for i in range(5):
             res = probe(ex, "return True")
             assert res.passed, res.detail
-            seen.append(frozenset(_judge_pids(64000 + 1)) if ex.facts.get("drop_uid") else None)
+            seen.append(frozenset(_judge_pids(ex.uid_base + 1)) if ex.facts.get("drop_uid") else None)
         if ex.facts.get("drop_uid"):
             assert len({s for s in seen if s}) >= 2, seen
 
@@ -393,7 +395,7 @@ def test_a_test_that_kills_its_judge_is_never_a_pass_and_the_slot_recovers() -> 
     """Test code is trusted, but if it (or anything) kills the judge mid-test, the request is
     graded from that death (never passed, never infra once the sample runs) and the slot's
     next request gets a fresh judge."""
-    with LocalExecutor(workers=1, uid_base=64100) as ex:
+    with LocalExecutor(workers=1) as ex:
         for test in ("import os\ndef check(candidate):\n    candidate(1, 2)\n    os._exit(0)\n",
                      "import os, signal\ndef check(candidate):\n    os.kill(os.getpid(), signal.SIGKILL)\n"):
             res = run_one(ex, program=GOOD_PROGRAM, test=test, entry_point="add")
@@ -404,7 +406,7 @@ def test_a_test_that_kills_its_judge_is_never_a_pass_and_the_slot_recovers() -> 
 
 
 def test_a_timed_out_test_replaces_the_judge() -> None:
-    with LocalExecutor(workers=1, uid_base=64200) as ex:
+    with LocalExecutor(workers=1) as ex:
         res = run_one(ex, program=GOOD_PROGRAM, test="def check(candidate):\n    while True:\n        pass\n",
                       entry_point="add", timeout=1.0)
         assert res.outcome is Outcome.TIMEOUT, res.detail

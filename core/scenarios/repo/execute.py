@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import secrets
 import shutil
@@ -198,7 +199,7 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
     views: dict[str, Path] = {}
     marks: dict[str, str] = {}
     early: list[SampleResult] = []
-    tmp = Path(tempfile.mkdtemp(prefix="run-", dir=views_dir))
+    tmp = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=views_dir))  # owner: see leftovers
     tmp.chmod(0o755)  # the sandbox's unprivileged uid reads the views (never writes them)
     try:
         for n, s in enumerate(samples):

@@ -54,7 +54,6 @@ from typing import Callable, Iterator
 
 from core.common.errors import IanvsError
 # the docker backend's liveness check of a folder's owner pid serves the same sweep here
-from core.testenvmanager.sandbox.container import _pid_alive
 
 __all__ = ["PostgresService", "PostgresDatabase", "PostgresUnavailable", "find_binaries", "sweep_stale",
            "SERVICE_USER", "DEPS_SCRIPT"]
@@ -104,23 +103,12 @@ def _service_ids() -> tuple[int, int] | None:
 
 
 def sweep_stale(base: Path) -> int:
-    """Remove run directories under ``base`` whose harness pid is dead (its server got SIGQUIT
-    through the death signal). Kills a server still found on such a directory first. Returns how
-    many were removed."""
-    removed = 0
-    for path in base.glob(f"{_PREFIX}*"):
-        parts = path.name[len(_PREFIX):].split("-", 1)
-        if not parts[0].isdigit() or _pid_alive(int(parts[0])):
-            continue
-        pidfile = path / "data" / "postmaster.pid"
-        try:
-            server = int(pidfile.read_text().split("\n", 1)[0])
-            if _pid_alive(server) and str(path) in Path(f"/proc/{server}/cmdline").read_text():
-                os.kill(server, signal.SIGKILL)
-        except (OSError, ValueError):
-            pass
-        shutil.rmtree(path, ignore_errors=True)
-        removed += 1
+    """Remove run directories under ``base`` whose harness process is dead (its server got
+    SIGQUIT through the death signal). Kills a server still found on such a directory first.
+    Returns how many were removed (:mod:`core.testenvmanager.sandbox.leftovers` does the work)."""
+    from core.testenvmanager.sandbox.leftovers import postgres_dirs, remove
+
+    removed = sum(1 for item in postgres_dirs(str(base)) if not item.alive and remove(item))
     if removed:
         LOG.info("removed %d PostgreSQL run directories of dead harnesses under %s", removed, base)
     return removed

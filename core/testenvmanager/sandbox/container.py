@@ -50,6 +50,7 @@ from .base import Executor
 from .images import (BASE_IMAGE, CONTAINER_USER, DEFAULT_DOCKER_HOST, LABEL, OWNER_LABEL,
                      PACKAGES_DIR, ImageError, connect, owner, sweep, task_image)
 from .local import LocalExecutor
+from .owners import pid_alive
 from .types import (ExecRequest, ExecResult, ExecutorClosedError, IsolationLevel,
                     IsolationUnavailableError, Outcome)
 
@@ -65,37 +66,12 @@ RUNTIMES = ("runc", "runsc")
 _CTL_PREFIX = "ianvs-docker-ctl-"
 
 
-def _pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host (one we may not signal counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _sweep_control_dirs() -> int:
     """Remove control-socket folders of ``ianvs`` processes that died without closing their
     executor (SIGKILL); returns how many. Folders of live processes are left alone."""
-    removed = 0
-    parent = tempfile.gettempdir()
-    try:
-        names = os.listdir(parent)
-    except OSError:
-        return 0
-    for name in names:
-        if not name.startswith(_CTL_PREFIX):
-            continue
-        pid = name[len(_CTL_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and _pid_alive(int(pid)):
-            continue
-        path = os.path.join(parent, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-            removed += 1
-    return removed
+    from .leftovers import docker_control_dirs, remove
+
+    return sum(1 for item in docker_control_dirs() if not item.alive and remove(item))
 
 
 def _owner_alive(labels: Mapping[str, str]) -> bool:
@@ -105,7 +81,7 @@ def _owner_alive(labels: Mapping[str, str]) -> bool:
     host, _, pid = str(labels.get(OWNER_LABEL, "")).rpartition(":")
     if host and host != socket.gethostname():
         return True
-    return pid.isdigit() and _pid_alive(int(pid))
+    return pid.isdigit() and pid_alive(int(pid))
 
 
 class _ContainerProcess:
@@ -165,6 +141,7 @@ class _ContainerServer(LocalExecutor):
         self._mounts = dict(read_mounts or {})
         self._ctl_dir = ""
         super().__init__(netns=False, mountns=False, cgroups=False, drop_uid=False,
+                         sweep_leftovers=False,
                          hide_packages=False, scratch_parent="/tmp",
                          read_paths=sorted(self._mounts.values()), **options)
 
@@ -322,7 +299,7 @@ class DockerExecutor(Executor):
                  file_size_mb: int = 64, boundary_limit_mb: int = 16,
                  output_limit: int = 64 * 1024, preload: list[str] | None = None,
                  landlock: bool = True, seccomp: bool = True, start_timeout: float = 60.0,
-                 read_mounts: Mapping[str, str] | None = None, uid_base: int = 61000) -> None:
+                 read_mounts: Mapping[str, str] | None = None, uid_base: int | None = None) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
         if seccomp_profile not in ("default", "unconfined"):

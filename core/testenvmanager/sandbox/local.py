@@ -37,6 +37,8 @@ import time
 from typing import Iterable, Iterator, Protocol
 
 from .base import Executor
+from .leases import FIRST_UID, UidLease
+from .leases import acquire as acquire_uids
 from .types import (
     ExecRequest,
     ExecResult,
@@ -95,6 +97,11 @@ class LocalExecutor(Executor):
     drop_uid / uid_base:
         when running as root, the sample of worker slot ``i`` runs as uid/gid ``uid_base + i``
         and its judge as ``uid_base + workers + i`` (no passwd entry needed). Required for ``full``.
+        By default (``None``) the ``2 * workers`` uids are leased from a machine-wide range
+        (:mod:`.leases`), so no two live executors share a uid; an explicit base takes the lease
+        of its uids too and raises :class:`.leases.UidLeaseError` if a live executor holds it.
+        The lease is held by the executor and its fork server and ends when both are gone.
+        ``executor.uid_base`` is the base in use.
     netns / mountns / landlock / seccomp:
         each kernel mechanism can be switched off (for diagnosis); ``kernel`` and ``full`` need
         all of them.
@@ -129,6 +136,10 @@ class LocalExecutor(Executor):
         (default ``/dev/shm`` when writable, otherwise ``/tmp``).
     python:
         interpreter for the fork server (default: the current one).
+    sweep_leftovers:
+        at start, remove what dead executors of this machine left (their cgroups, after
+        killing what still runs in them, and host scratch folders; :mod:`.leftovers`). Only
+        ever touches resources whose owner process is gone.
     start_timeout:
         seconds to wait for the fork server's hello.
     cgroups / cgroup_memory_mb:
@@ -156,7 +167,7 @@ class LocalExecutor(Executor):
         min_isolation: IsolationLevel | str | int = IsolationLevel.NONE,
         output_limit: int = 64 * 1024,
         drop_uid: bool = True,
-        uid_base: int = 61000,
+        uid_base: int | None = None,
         netns: bool = True,
         mountns: bool = True,
         landlock: bool = True,
@@ -179,6 +190,7 @@ class LocalExecutor(Executor):
         sys_path: list[str] | None = None,
         cgroups: bool = True,
         cgroup_memory_mb: int | None = None,
+        sweep_leftovers: bool = True,
     ) -> None:
         if workers is None:
             try:
@@ -200,8 +212,16 @@ class LocalExecutor(Executor):
         self._closed = False
         self.facts: dict = {}
         self._audit_hook = bool(audit_hook)
+        self._lease: UidLease | None = None
+        if sweep_leftovers:
+            self._sweep_leftovers()
+        if drop_uid and os.geteuid() == 0:
+            self._lease = acquire_uids(2 * workers, None if uid_base is None else int(uid_base))
+            uid_base = self._lease.base
+        #: first uid of this executor's samples (its judges follow at ``uid_base + workers``)
+        self.uid_base: int = FIRST_UID if uid_base is None else int(uid_base)
         cfg = {
-            "workers": workers, "drop_uid": bool(drop_uid), "uid_base": int(uid_base),
+            "workers": workers, "drop_uid": bool(drop_uid), "uid_base": self.uid_base,
             "netns": bool(netns), "mountns": bool(mountns), "landlock": bool(landlock),
             "seccomp": bool(seccomp), "read_paths": [os.path.abspath(p) for p in read_paths or []],
             "hide_packages": bool(hide_packages), "socket_dirs": [os.path.abspath(p) for p in socket_dirs or []],
@@ -214,7 +234,11 @@ class LocalExecutor(Executor):
             "cgroups": bool(cgroups), "cgroup_memory_mb": cgroup_memory_mb,
             "limits": {"processes": processes, "open_files": open_files, "file_size_mb": file_size_mb},
         }
-        self._proc, self._sock = self._start_server(cfg, python, start_timeout)
+        try:
+            self._proc, self._sock = self._start_server(cfg, python, start_timeout)
+        except BaseException:
+            self._release_lease()
+            raise
         hello = self._receive(timeout=start_timeout)
         if hello is None or hello[0].get("op") != "hello":
             self._kill()
@@ -243,7 +267,7 @@ class LocalExecutor(Executor):
             proc = subprocess.Popen(
                 [python or sys.executable, "-I", "-S", "-B", _SERVER, json.dumps(cfg)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=None,
-                env=env, close_fds=True, pass_fds=(theirs.fileno(),), cwd="/")
+                env=env, close_fds=True, pass_fds=(theirs.fileno(), *self._lease_fds()), cwd="/")
         except BaseException:
             mine.close()
             raise
@@ -266,22 +290,28 @@ class LocalExecutor(Executor):
                 "hidden_packages": len(mounts.get("hidden_packages", [])),
                 "rlimits": True, "audit_hook": self._audit_hook}
 
-    def _explain_shortfall(self) -> str:
-        missing = []
+    def missing(self) -> list[tuple[IsolationLevel, str]]:
+        """Each mechanism this executor lacks, with the level that needs it and how to get it
+        (empty at ``full``). ``ianvs sandbox doctor`` prints the ones of the next level."""
         facts = self.facts
-        if not facts.get("netns"):
-            missing.append("a new network namespace (needs root, or unprivileged user "
-                           "namespaces: sysctl kernel.unprivileged_userns_clone=1)")
-        if not facts.get("mountns"):
-            missing.append("a private mount namespace (root or a user namespace)")
-        if not facts.get("landlock_abi"):
-            missing.append("Landlock (Linux >= 5.13 with 'landlock' in the lsm= boot parameter)")
-        if not facts.get("seccomp"):
-            missing.append("seccomp filters (Linux with CONFIG_SECCOMP_FILTER, x86_64 or aarch64)")
-        if not facts.get("drop_uid"):
-            missing.append("dropping to an unprivileged uid (the executor must run as root)")
-        if not facts.get("subreaper"):
-            missing.append("PR_SET_CHILD_SUBREAPER (Linux >= 3.4 with ctypes available)")
+        needs = [
+            ("netns", IsolationLevel.NETNS, "a new network namespace (needs root, or unprivileged "
+             "user namespaces: sysctl kernel.unprivileged_userns_clone=1)"),
+            ("mountns", IsolationLevel.KERNEL, "a private mount namespace (root or a user namespace)"),
+            ("landlock_abi", IsolationLevel.KERNEL,
+             "Landlock (Linux >= 5.13 with 'landlock' in the lsm= boot parameter)"),
+            ("seccomp", IsolationLevel.KERNEL,
+             "seccomp filters (Linux with CONFIG_SECCOMP_FILTER, x86_64 or aarch64)"),
+            ("drop_uid", IsolationLevel.FULL,
+             "dropping to an unprivileged uid (the executor must run as root)"),
+            ("subreaper", IsolationLevel.FULL,
+             "PR_SET_CHILD_SUBREAPER (Linux >= 3.4 with ctypes available)"),
+        ]
+        return [(level, text) for key, level, text in needs if not facts.get(key)]
+
+    def _explain_shortfall(self) -> str:
+        missing = [text for _level, text in self.missing()]
+        facts = self.facts
         notes = "; ".join(facts.get("notes", []))
         return (f"local executor achieved isolation '{self._isolation}' but min_isolation is "
                 f"'{self.min_isolation}'. Missing: {', '.join(missing) or 'unknown'}."
@@ -339,6 +369,32 @@ class LocalExecutor(Executor):
         self._proc.wait()
         self._sock.close()
         self._remove_leftovers()
+        self._release_lease()
+
+    # ------------------------------------------------------------------------------ uids
+    def _lease_fds(self) -> tuple[int, ...]:
+        """Descriptors of this executor's uid lease, inherited by the fork server (so the
+        lease outlives this process exactly as long as the server runs)."""
+        return tuple(self._lease.fds) if self._lease is not None else ()
+
+    def _release_lease(self) -> None:
+        lease = getattr(self, "_lease", None)
+        if lease is not None:
+            lease.release()
+
+    def _sweep_leftovers(self) -> None:
+        """Remove dead executors' cgroups and host scratch folders (never a live one's)."""
+        from .leftovers import sweep_executor_leftovers
+
+        try:
+            removed = sweep_executor_leftovers()
+        except OSError as exc:  # best effort: never stop an executor from starting
+            LOGGER.debug("leftover sweep failed: %s", exc)
+            return
+        if removed:
+            LOGGER.info("%s executor: removed %d cgroup(s)/scratch folder(s) of dead executors",
+                        self.name, len(removed))
+            LOGGER.debug("removed: %s", ", ".join(item.name for item in removed))
 
     @property
     def isolation(self) -> IsolationLevel:
@@ -462,11 +518,13 @@ class LocalExecutor(Executor):
         """Ask the fork server to stop (running children are killed) and wait for it."""
         if getattr(self, "_proc", None) is None:
             self._closed = True
+            self._release_lease()
             return
         if self._proc.poll() is not None:  # server already gone (killed or crashed)
             self._closed = True
             self._sock.close()
             self._remove_leftovers()
+            self._release_lease()
             return
         self._closed = True
         try:
@@ -486,6 +544,7 @@ class LocalExecutor(Executor):
             self._kill()
         self._sock.close()
         self._remove_leftovers()
+        self._release_lease()
 
     def _remove_leftovers(self) -> None:
         """Normally the server removes its scratch directory and groups (a private mount

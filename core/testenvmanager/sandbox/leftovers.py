@@ -1,0 +1,392 @@
+"""What sandbox runs leave on a host, who owns it, and removing what dead owners left.
+
+Shared by ``ianvs sandbox doctor`` (lists), ``ianvs sandbox clean`` (removes) and executors at
+start (each sweeps its own kind). One small function per kind returns :class:`Leftover` items;
+:func:`remove` removes one item and refuses an item whose owner is alive. Every kind names its
+owner by pid and judges liveness with :mod:`.owners` (pid plus start time, so a reused pid does
+not keep a dead owner's leftovers alive):
+
+=============== ======================================================= ======================
+kind            where / how it is named                                 owner
+=============== ======================================================= ======================
+``cgroup``      ``/sys/fs/cgroup/{pids,memory}/ianvs-sandbox-<pid>-<hex>`` the fork server (alive
+                (cgroup v1; the root itself under cgroup v2)            = in ``cgroup.procs``)
+``scratch``     ``{/dev/shm,$TMPDIR,/tmp}/ianvs-sandbox-<pid>-<hex>``   the fork server
+``docker-ctl``  ``<tmp>/ianvs-docker-ctl-<pid>-<random>``               the ``ianvs`` process
+``container``   containers labelled ``io.ianvs.sandbox`` (owner label)  the ``ianvs`` process
+``volume``      volumes labelled ``io.ianvs.sandbox``                   none (kept while a
+                                                                        container uses it)
+``postgres``    ``<tmp>/ianvs-pg-<pid>-<random>`` (a temp cluster)      the harness process
+``repo-views``  ``<cache>/repo-views/run-<pid>-<random>``               the scoring process
+``edge``        processes with ``IANVS_EDGE_OWNER=<pid>:<start>`` in    the process that ran
+                their environment (:class:`core.edge.processes.EdgeCluster`) the cluster
+``netns``       ``/run/netns/ianvs-<pid>-<label>``                      the process that made it
+``uid-lease``   ``/run/ianvs/uid-leases/<block>.lock`` (:mod:`.leases`) whoever holds the flock
+=============== ======================================================= ======================
+
+Items whose owner cannot be told (e.g. ``run-<random>`` view folders of older versions) are
+listed with owner ``unknown`` and never removed. uid leases are only reported: a lease ends by
+itself when its holders die.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from .owners import alive_since, pid_alive, token_alive
+
+__all__ = ["Leftover", "KINDS", "cgroups", "scratch_dirs", "docker_control_dirs",
+           "docker_objects", "postgres_dirs", "repo_views", "edge_processes", "netns",
+           "uid_leases", "discover", "remove", "sweep_executor_leftovers", "EDGE_OWNER_ENV",
+           "netns_name"]
+
+LOGGER = logging.getLogger(__name__)
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+NETNS_DIR = "/run/netns"
+#: environment variable naming the owner (``pid:start ticks``) of edge cluster processes
+EDGE_OWNER_ENV = "IANVS_EDGE_OWNER"
+_SANDBOX_RE = re.compile(r"^ianvs-sandbox-(\d+)-[0-9a-f]+$")
+_CTL_RE = re.compile(r"^ianvs-docker-ctl-(\d+)-")
+_PG_RE = re.compile(r"^ianvs-pg-(\d+)-")  # core.scenarios.repo.postgres._PREFIX + pid
+_VIEWS_RE = re.compile(r"^run-(?:(\d+)-)?")
+_NETNS_RE = re.compile(r"^ianvs-(\d+)-[A-Za-z0-9_.-]+$")
+
+
+@dataclass
+class Leftover:
+    """One thing a sandbox run left: its ``kind``, ``name`` (a path or an identifier), the
+    owner's pid (``None``: unknown) and whether the owner is alive. Only items with
+    ``alive=False`` and ``removable=True`` are ever removed."""
+
+    kind: str
+    name: str
+    owner: int | None
+    alive: bool
+    detail: str = ""
+    removable: bool = True
+    handle: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def owner_text(self) -> str:
+        """``"pid 123 alive"``, ``"pid 123 dead"`` or ``"owner unknown"``."""
+        if self.owner is None:
+            return "owner unknown"
+        return f"pid {self.owner} {'alive' if self.alive else 'dead'}"
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+def _scan(parent: str, pattern: re.Pattern[str], kind: str,
+          alive: Callable[[int, str], bool] | None = None) -> list[Leftover]:
+    """Entries of ``parent`` whose name matches ``pattern`` (group 1: the owner pid)."""
+    try:
+        names = sorted(os.listdir(parent))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        match = pattern.match(name)
+        if not match:
+            continue
+        path = os.path.join(parent, name)
+        if match.group(1) is None:
+            found.append(Leftover(kind, path, None, True, removable=False))
+            continue
+        pid = int(match.group(1))
+        is_alive = alive(pid, path) if alive else alive_since(pid, _mtime(path))
+        found.append(Leftover(kind, path, pid, is_alive))
+    return found
+
+
+# ------------------------------------------------------------------------------------- kinds
+def _cgroup_dirs(root: str) -> list[str]:
+    if os.path.isfile(os.path.join(root, "cgroup.controllers")):  # cgroup v2: one hierarchy
+        return [root]
+    return [os.path.join(root, ctrl) for ctrl in ("pids", "memory")]
+
+
+def _cgroup_procs(path: str) -> list[int]:
+    try:
+        with open(os.path.join(path, "cgroup.procs")) as fh:
+            return [int(p) for p in fh.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _server_alive(pid: int, path: str) -> bool:
+    """A group's fork server is alive if it is inside the group, or (joining or leaving it)
+    alive and started before the group was made."""
+    return pid in _cgroup_procs(path) or alive_since(pid, _mtime(path))
+
+
+def cgroups(root: str = CGROUP_ROOT) -> list[Leftover]:
+    """Executor cgroups (``ianvs-sandbox-<server pid>-<hex>``), cgroup v1 ``pids``/``memory``
+    or the cgroup v2 root."""
+    found = []
+    for parent in _cgroup_dirs(root):
+        for item in _scan(parent, _SANDBOX_RE, "cgroup", _server_alive):
+            procs = _cgroup_procs(item.name)
+            item.detail = f"{len(procs)} process(es) inside" if procs else ""
+            found.append(item)
+    return found
+
+
+def _scratch_parents() -> list[str]:
+    parents = ["/dev/shm", os.environ.get("TMPDIR") or "", "/tmp", tempfile.gettempdir()]
+    seen: list[str] = []
+    for parent in parents:
+        if parent and os.path.realpath(parent) not in [os.path.realpath(p) for p in seen]:
+            seen.append(parent)
+    return seen
+
+
+def scratch_dirs() -> list[Leftover]:
+    """Host scratch folders of fork servers without a mount namespace."""
+    return [item for parent in _scratch_parents() for item in _scan(parent, _SANDBOX_RE, "scratch")]
+
+
+def docker_control_dirs() -> list[Leftover]:
+    """The docker backend's control-socket folders (owner: the ``ianvs`` process)."""
+    return _scan(tempfile.gettempdir(), _CTL_RE, "docker-ctl")
+
+
+def docker_objects(docker_host: str | None = None, timeout: float = 5.0) -> list[Leftover]:
+    """Labelled containers and volumes of the docker backend. Empty (never an error) when the
+    engine's socket is missing or does not answer."""
+    from .images import DEFAULT_DOCKER_HOST, LABEL, OWNER_LABEL
+
+    host = docker_host or DEFAULT_DOCKER_HOST
+    if host.startswith("unix://") and not os.path.exists(host[len("unix://"):]):
+        return []
+    try:
+        from .container import _owner_alive
+        from .images import connect
+
+        client = connect(host, timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 - no SDK, no engine: nothing to list
+        LOGGER.debug("docker engine at %s: %s", host, exc)
+        return []
+    found = []
+    try:
+        for container in client.containers.list(all=True, filters={"label": LABEL}):
+            labels = container.labels or {}
+            owner = str(labels.get(OWNER_LABEL, "")).rpartition(":")[2]
+            found.append(Leftover("container", f"{container.short_id} ({container.name})",
+                                  int(owner) if owner.isdigit() else None,
+                                  _owner_alive(labels), detail=container.status, handle=container))
+        for volume in client.volumes.list(filters={"label": LABEL}):
+            users = client.containers.list(all=True, filters={"volume": volume.name})
+            found.append(Leftover("volume", volume.name, None, bool(users), handle=volume,
+                                  detail=f"used by {len(users)} container(s)" if users else "unused"))
+    except Exception as exc:  # noqa: BLE001 - engine went away while listing
+        LOGGER.debug("docker listing: %s", exc)
+    return found
+
+
+def postgres_dirs(base: str | None = None) -> list[Leftover]:
+    """Run directories of throw-away PostgreSQL clusters (``ianvs-pg-<pid>-...``)."""
+    return _scan(base or tempfile.gettempdir(), _PG_RE, "postgres")
+
+
+def repo_views(views_dir: str | None = None) -> list[Leftover]:
+    """Per-run view folders of the repo kind (``run-<pid>-...``; ``run-<random>`` of older
+    versions have no owner and are only listed)."""
+    if views_dir is None:
+        try:
+            from core.scenarios.repo.execute import default_views_dir
+
+            views_dir = str(default_views_dir())
+        except Exception as exc:  # noqa: BLE001 - the repo kind's extras are optional
+            LOGGER.debug("repo views: %s", exc)
+            return []
+    return _scan(views_dir, _VIEWS_RE, "repo-views")
+
+
+def edge_processes() -> list[Leftover]:
+    """Dask scheduler/worker processes started by :class:`core.edge.processes.EdgeCluster`
+    (they carry ``IANVS_EDGE_OWNER`` in their environment)."""
+    marker = EDGE_OWNER_ENV.encode() + b"="
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                env = fh.read()
+        except OSError:
+            continue
+        token = next((item[len(marker):].decode("ascii", "replace")
+                      for item in env.split(b"\0") if item.startswith(marker)), None)
+        if token is None:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:
+            cmd = ""
+        owner = token.partition(":")[0]
+        found.append(Leftover("edge", f"pid {entry}", int(owner) if owner.isdigit() else None,
+                              token_alive(token), detail=cmd[:100], handle=int(entry)))
+    return found
+
+
+def netns_name(label: str, pid: int | None = None) -> str:
+    """Name for a network namespace the project creates: ``ianvs-<owner pid>-<label>``, so
+    leftovers of a dead owner are recognisable."""
+    return f"ianvs-{os.getpid() if pid is None else pid}-{label}"
+
+
+def netns(directory: str = NETNS_DIR) -> list[Leftover]:
+    """Named network namespaces ``ianvs-<pid>-<label>`` (``ip netns add``)."""
+    return _scan(directory, _NETNS_RE, "netns")
+
+
+def uid_leases() -> list[Leftover]:
+    """uid lease blocks (reported, never removed: a lease ends when its holders die)."""
+    from .leases import lease_status
+
+    found = []
+    for info in lease_status():
+        owner = str(info.record.get("owner", "")).partition(":")[0]
+        first, last = info.uids
+        found.append(Leftover("uid-lease", f"uids {first}..{last}",
+                              int(owner) if owner.isdigit() and info.held else None, info.held,
+                              detail="held" if info.held else "free", removable=False))
+    return found
+
+
+#: every kind, in the order doctor and clean report them
+KINDS: dict[str, Callable[[], list[Leftover]]] = {
+    "cgroup": cgroups, "scratch": scratch_dirs, "docker-ctl": docker_control_dirs,
+    "docker": docker_objects, "postgres": postgres_dirs, "repo-views": repo_views,
+    "edge": edge_processes, "netns": netns, "uid-lease": uid_leases,
+}
+
+
+def discover(kinds: Iterable[str] | None = None, docker_host: str | None = None) -> list[Leftover]:
+    """Every leftover of the given kinds (default all; ``docker_host`` for the ``docker``
+    kind); a kind that fails to list is logged and skipped."""
+    found: list[Leftover] = []
+    for kind in kinds or KINDS:
+        try:
+            found.extend(docker_objects(docker_host) if kind == "docker" else KINDS[kind]())
+        except OSError as exc:
+            LOGGER.warning("cannot list %s leftovers: %s", kind, exc)
+    return found
+
+
+# ------------------------------------------------------------------------------------ removal
+def _remove_cgroup(path: str) -> bool:
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:
+        for pid in _cgroup_procs(path):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.rmdir(path)
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            time.sleep(0.02)
+    return False
+
+
+def _remove_tree(path: str) -> bool:
+    if os.path.islink(path) or not os.path.isdir(path):
+        return False
+    from .mounts import remove_tree  # no recursion, never follows symlinks
+
+    return remove_tree(path)
+
+
+def _remove_postgres(path: str) -> bool:
+    pidfile = os.path.join(path, "data", "postmaster.pid")
+    try:
+        with open(pidfile) as fh:
+            server = int(fh.read().split("\n", 1)[0])
+        with open(f"/proc/{server}/cmdline", "rb") as fh:
+            if path.encode() in fh.read():
+                os.kill(server, signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+    shutil.rmtree(path, ignore_errors=True)
+    return not os.path.lexists(path)
+
+
+def _remove_edge(pid: int) -> bool:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline and pid_alive(pid):
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                break
+        except ChildProcessError:
+            pass
+        time.sleep(0.02)
+    return True
+
+
+def _remove_netns(name: str) -> bool:
+    try:
+        subprocess.run(["ip", "netns", "del", os.path.basename(name)], capture_output=True,
+                       timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return not os.path.lexists(name)
+
+
+def _remove_docker(item: Leftover) -> bool:
+    try:
+        item.handle.remove(force=True)
+        return True
+    except Exception as exc:  # noqa: BLE001 - in use (volume), already gone (auto-remove)
+        item.detail = f"not removed: {str(exc)[:120]}"
+        return False
+
+
+def remove(item: Leftover) -> bool:
+    """Remove one leftover of a dead owner; ``False`` (nothing done) when its owner is alive
+    or unknown, it is not removable, or removing failed."""
+    if item.alive or not item.removable or item.owner is None and item.kind != "volume":
+        return False
+    if item.kind == "cgroup":
+        return _remove_cgroup(item.name)
+    if item.kind in ("scratch", "docker-ctl", "repo-views"):
+        return _remove_tree(item.name)
+    if item.kind == "postgres":
+        return _remove_postgres(item.name)
+    if item.kind in ("container", "volume"):
+        return _remove_docker(item)
+    if item.kind == "edge":
+        return _remove_edge(int(item.handle))
+    if item.kind == "netns":
+        return _remove_netns(item.name)
+    return False
+
+
+def sweep_executor_leftovers() -> list[Leftover]:
+    """What a starting ``local`` executor removes: dead fork servers' cgroups (killing what
+    still runs in them) and host scratch folders. Returns the items removed."""
+    return [item for item in cgroups() + scratch_dirs() if not item.alive and remove(item)]
