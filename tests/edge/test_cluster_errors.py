@@ -34,3 +34,49 @@ def test_workers_that_never_register_time_out_with_every_log_tail(tmp_path: Path
     assert "did not register within 3s" in text
     assert "sched-said-4411" in text and "worker-said-9917" in text, text
     assert not cluster.procs
+
+
+OWNER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from core.edge.processes import EdgeCluster, WorkerSpec
+cluster = EdgeCluster([WorkerSpec("edge1", prefix=["sh", "-c", "exec sleep 120", "sh"])], None,
+                      scheduler_prefix=["sh", "-c", "exec sleep 120", "sh"])
+cluster.start_scheduler()
+cluster.start_worker(cluster.specs[0])
+print(" ".join(str(p.pid) for p in cluster.procs.values()), flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_killed_owner_leaves_no_cluster_process() -> None:
+    """SIGKILL of the process that started a cluster (a killed test run or demo): its scheduler
+    and workers get SIGTERM from the kernel (parent-death signal) instead of living on."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])
+    owner = subprocess.Popen([sys.executable, "-c", OWNER.format(root=root)], stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert owner.stdout is not None
+        pids = [int(p) for p in owner.stdout.readline().split()]
+        assert len(pids) == 2 and all(os.path.exists(f"/proc/{p}") for p in pids)
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_running(p) for p in pids):
+        time.sleep(0.05)
+    assert not any(_running(p) for p in pids)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting for init to reap it."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
