@@ -121,6 +121,7 @@ def test_each_node_starts_its_executor_once_not_per_task(cluster) -> None:
         assert all(pids) and all(c["ok"] for c in status["configs"])
 
 
+@pytest.mark.slow
 def test_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     """kill -9 of a worker (nanny, worker and its sandbox) in mid-batch: its samples are graded
     by the other node and executions.jsonl holds each sample exactly once."""
@@ -203,6 +204,7 @@ def test_node_failing_its_gold_check_grades_nothing(caplog) -> None:
             DaskExecutor(**sandbox_options(cl, nodes=["edge2"]))
 
 
+@pytest.mark.slow
 def test_foreign_certificates_cannot_submit_or_join(cluster, tmp_path: Path) -> None:
     """A client or worker whose certificate is not signed by the cluster CA is refused; so is a
     plain-TCP client; the cluster keeps its two workers."""
@@ -238,6 +240,7 @@ def test_foreign_certificates_cannot_submit_or_join(cluster, tmp_path: Path) -> 
         proc.wait()
 
 
+@pytest.mark.slow
 def test_unreachable_or_refused_scheduler_is_one_error_before_generation(cluster,
                                                                           tmp_path: Path) -> None:
     """`ianvs -f job` against a dead port, or with a foreign certificate: exit 1, one error
@@ -263,6 +266,7 @@ def test_unreachable_or_refused_scheduler_is_one_error_before_generation(cluster
         assert not list((tmp_path / name).rglob("generations.jsonl"))
 
 
+@pytest.mark.slow
 def test_killed_ianvs_resumes_without_regrading(cluster, tmp_path: Path) -> None:
     """`ianvs` killed -9 mid-grading and restarted: finished samples are not graded again and
     executions.jsonl ends with every sample exactly once."""

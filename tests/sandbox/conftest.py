@@ -85,7 +85,13 @@ def executor():
     ex.close()
 
 
-@pytest.fixture(scope="session", params=sorted(BACKENDS))
+#: the fast tier (``-m "not slow"``) runs the conformance suites on ``local``; the same tests on
+#: the other backends (a Dask cluster, Docker containers) are marked slow and run in the full suite
+BACKEND_PARAMS = [pytest.param(name, marks=() if name == "local" else pytest.mark.slow)
+                  for name in sorted(BACKENDS)]
+
+
+@pytest.fixture(scope="session", params=BACKEND_PARAMS)
 def backend(request):
     """One warm executor per registered backend (the conformance suites are parametrised over
     them: taxonomy, limits, hostile samples, gold runs)."""
@@ -94,7 +100,7 @@ def backend(request):
     ex.close()
 
 
-@pytest.fixture(scope="session", params=sorted(BACKENDS))
+@pytest.fixture(scope="session", params=BACKEND_PARAMS)
 def bare_backend(request):
     """Per backend, an executor with the interpreter-level policy (audit hook) switched off:
     what it still refuses is refused by the kernel walls alone."""

@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -73,6 +75,7 @@ def _listing() -> set[tuple[str, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_hostile_fuzz_random_programs() -> None:
     before = _listing()
     executor = get_executor("local", workers=2)  # leased uids: 4 from uid_base

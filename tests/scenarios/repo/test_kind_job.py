@@ -44,6 +44,7 @@ def _run(root: Path) -> None:
     assert res.returncode == 0, res.stderr[-4000:]
 
 
+@pytest.mark.slow
 def test_gold_controls_through_ianvs_and_resume(tmp_path: Path) -> None:
     root = _copy(tmp_path, ["reference", "broken"])
     _run(root)

@@ -288,6 +288,7 @@ HANG = ("def save(conn, key, value):\n    import time\n    conn.execute('CREATE 
         "    conn.execute('LOCK TABLE kv')\n    time.sleep(600)\n")
 
 
+@pytest.mark.slow
 def test_lifecycle_survives_failing_crashing_and_timed_out_samples(db_env: RepoEnv, pg_base: Path,
                                                                   tmp_path: Path, views_dir: Path) -> None:
     repo = tmp_path / "dbrepo"
