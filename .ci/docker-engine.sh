@@ -21,6 +21,32 @@ CONFIG=${IANVS_DOCKER_CONFIG:-/etc/ianvs-docker/daemon.json}
 
 answers() { docker -H "unix://$SOCK" version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 
+# `docker-engine.sh status`: exit 0 when the engine answers. `docker-engine.sh stop`: stop the
+# daemon this script started (its pid file), waiting at most 30 s; images stay in the data root
+# (the next start reuses them). Whoever starts the engine stops it: .ci/run does when it was the
+# one that started it, and so does a test session that had to start it.
+case "${1:-start}" in
+    status)
+        command -v docker >/dev/null 2>&1 && [ -S "$SOCK" ] && answers
+        exit $?
+        ;;
+    stop)
+        if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+            pid=$(cat "$PIDFILE")
+            kill -TERM "$pid"
+            for _ in $(seq 1 150); do
+                kill -0 "$pid" 2>/dev/null || { echo "docker-engine: stopped dockerd (pid $pid)" >&2; exit 0; }
+                sleep 0.2
+            done
+            echo "docker-engine: dockerd (pid $pid) did not stop within 30 s; killing it" >&2
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+        exit 0
+        ;;
+    start) ;;
+    *) echo "usage: docker-engine.sh [start|status|stop]" >&2; exit 2 ;;
+esac
+
 if command -v docker >/dev/null 2>&1 && command -v debootstrap >/dev/null 2>&1 && [ -S "$SOCK" ] \
         && answers; then
     exit 0
@@ -53,7 +79,7 @@ if ! [ -f "$PIDFILE" ]; then
             "$(command -v runsc)" >"$CONFIG"
         runtime=(--config-file "$CONFIG")
     fi
-    # setsid + nohup: the daemon outlives this script (and the CI step) on purpose
+    # setsid + nohup: the daemon outlives this script; `docker-engine.sh stop` ends it
     setsid nohup dockerd --host "unix://$SOCK" --data-root "$ROOT" --exec-root "$EXEC_ROOT" \
         --pidfile "$PIDFILE" --bridge=none --iptables=false --ip6tables=false --ip-forward=false \
         --ip-masq=false "${runtime[@]}" >>"$LOG" 2>&1 </dev/null &

@@ -4,11 +4,13 @@
 :func:`require_docker` skips the calling test with a visible reason only when the engine cannot
 be run here (no root); with root, a missing engine is started by the project's script and a
 missing base image is built (once, about a minute), so CI and a fresh machine run the tests, and
-an engine that still does not answer is a failure, not a skip.
+an engine that still does not answer is a failure, not a skip. An engine this session started is
+stopped when the session ends.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import subprocess
@@ -29,10 +31,13 @@ def _prepare() -> str:
     try:
         client = connect(DEFAULT_DOCKER_HOST, timeout=10)
     except ImageError:
+        script = str(ROOT / ".ci" / "docker-engine.sh")
         try:  # the script waits for the engine at most 30 s; installing it may take minutes
-            subprocess.run(["bash", str(ROOT / ".ci" / "docker-engine.sh")], check=False, timeout=900)
+            subprocess.run(["bash", script], check=False, timeout=900)
         except subprocess.TimeoutExpired:
             return "'.ci/docker-engine.sh' did not finish within 900 s" + _engine_log_tail()
+        # this session started the engine, so it stops it when it ends (images stay cached)
+        atexit.register(subprocess.run, ["bash", script, "stop"], check=False, timeout=60)
         try:
             client = connect(DEFAULT_DOCKER_HOST, timeout=10)
         except ImageError as exc:
