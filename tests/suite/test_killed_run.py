@@ -96,7 +96,7 @@ def test_a_killed_run_leaves_nothing_running_and_the_next_run_starts_clean() -> 
     if "postgres_dir" in pids:
         assert not Path(pids["postgres_dir"]).exists()
 
-    # the same parts start again at once, on the uids the killed run had leased
+    # the same parts start again at once (the killed run's uid lease ended with its processes)
     from core.testenvmanager.sandbox import ExecRequest, get_executor
 
     with get_executor("local", workers=2) as ex:
