@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.edge.processes import EdgeCluster, WorkerSpec
+from tests.processes import running
 
 
 def test_a_scheduler_that_exits_is_reported_with_its_log_tail(tmp_path: Path) -> None:
@@ -68,15 +69,6 @@ def test_a_killed_owner_leaves_no_cluster_process() -> None:
         owner.send_signal(signal.SIGKILL)
         owner.wait(10)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_running(p) for p in pids):
+    while time.monotonic() < deadline and any(running(p) for p in pids):
         time.sleep(0.05)
-    assert not any(_running(p) for p in pids)
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie waiting for init to reap it."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    assert not any(running(p) for p in pids)

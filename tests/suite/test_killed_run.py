@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from core.testenvmanager.sandbox.leftovers import discover
+from tests.processes import running
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,15 +54,6 @@ time.sleep(600)
 """
 
 
-def _running(pid: int) -> bool:
-    """Alive and not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_killed_run_leaves_nothing_running_and_the_next_run_starts_clean() -> None:
@@ -81,9 +73,9 @@ def test_a_killed_run_leaves_nothing_running_and_the_next_run_starts_clean() -> 
     started = [pids["server"], *pids["cluster"], *([pids["postgres"]] if "postgres" in pids else [])]
     assert all(isinstance(p, int) for p in started)
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and any(_running(p) for p in started):
+    while time.monotonic() < deadline and any(running(p) for p in started):
         time.sleep(0.1)
-    assert not [p for p in started if _running(p)], "processes outlived their killed owner"
+    assert not [p for p in started if running(p)], "processes outlived their killed owner"
 
     # what stays on disk belongs to a dead owner; clean removes it, a live run's is never touched
     dead = [item for item in discover() if item.owner == child.pid]
