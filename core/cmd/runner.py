@@ -48,7 +48,7 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
         check_records(job.testenv.task_kind, job.testenv.dataset)
     check_metrics(job.testenv.metrics)
     connect_early(job.testenv.sandbox, job.testenv.source)
-    _check_code_records(job)
+    check_code_records(job)
     logger.info("test set: %d sample(s) in %s", samples, job.testenv.dataset.test.path)
     cases = build_testcases(list(job.algorithms), job.workspace, job.name, fresh=fresh)
     outcomes = []
@@ -70,9 +70,11 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
     return RunSummary(outcomes, rank_files)
 
 
-def _check_code_records(job: JobConfig) -> None:
-    """Records' execution fields (``run_env``, ``package_downloads``, hooks...) and the
-    container images they need, checked and built before any test case (JSONL test sets)."""
+def check_code_records(job: JobConfig, prepare: bool = True) -> None:
+    """Records' execution fields (``run_env``, ``package_downloads``, hooks...) checked, and
+    the container images they need built when ``prepare``, before any test case (JSONL test
+    sets). A hook a record names must be the project's or trusted by the job's testenv
+    ``code_hooks:``; anything else is a :class:`ConfigError` naming file, line and record."""
     from core.testcasecontroller.metrics.code_execution import check_records
     from core.testenvmanager.dataset.parsers import JsonDataset, JsonlDataset
 
@@ -81,7 +83,8 @@ def _check_code_records(job: JobConfig) -> None:
     if (not isinstance(test, JsonlDataset) or dataset.test.fmt not in ("jsonl", "json")
             or (isinstance(test, JsonDataset) and test.is_coco) or test.path is None):
         return  # no per-sample records
-    if check_records(test.numbered_records(), test.path, job.testenv.sandbox):
+    if check_records(test.numbered_records(), test.path, job.testenv.sandbox,
+                     job.testenv.code_hooks, prepare=prepare) and prepare:
         logger.info("container environments of the test set are ready")
 
 

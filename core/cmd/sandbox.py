@@ -135,11 +135,12 @@ def _clean(docker_host: str, dry_run: bool) -> int:
 
 def _task_envs(dataset: Path) -> list[tuple[str | None, dict[str, str]]]:
     from core.common.jsonl import iter_jsonl
-    from core.testcasecontroller.metrics.code_tasks import code_task
+    from core.testcasecontroller.metrics.code_tasks import HOOK_FIELDS, code_task
 
     envs: dict[tuple[str | None, tuple[tuple[str, str], ...]], None] = {}
     for _line, record in iter_jsonl(dataset, "dataset file"):
-        task = code_task(record)
+        # images only: hook fields are not looked at (nor imported); the job checks them
+        task = code_task({k: v for k, v in record.items() if k not in HOOK_FIELDS})
         if task.needs_container:
             envs[(task.run_env, tuple(sorted(task.packages.items())))] = None
     return [(run_env, dict(packages)) for run_env, packages in envs]

@@ -9,7 +9,8 @@ its extra keys (a metric that fails to import is reported as that import error, 
 ``sort_by`` on it is not reported again as "not produced"); every ``sort_by`` metric is a
 column some metric produces; the test set
 exists, is not empty and every line parses (JSONL records are streamed and must carry
-``x_field``).
+``x_field``); records' execution fields are checked (a hook a record names must be the
+project's or trusted in testenv ``code_hooks:``; container images are not built).
 """
 from __future__ import annotations
 
@@ -103,6 +104,9 @@ def validate_job(path: Path) -> tuple[list[str], list[str]]:
             from core.scenarios import check_records
 
             check_records(job.testenv.task_kind, job.testenv.dataset)
+        from core.cmd.runner import check_code_records
+
+        check_code_records(job, prepare=False)
     except IanvsError as exc:
         problems.append(str(exc))
     return problems, list(job.warnings)

@@ -186,7 +186,8 @@ def run_testcase(case: TestCase, testenv: TestEnvConfig, show_progress: bool = T
             show_progress=show_progress))
         context = MetricContext(records=test.records, workspace=case.case_dir,
                                 sandbox=dict(testenv.sandbox), show_progress=show_progress,
-                                config_dir=Path(testenv.source).parent)
+                                config_dir=Path(testenv.source).parent,
+                                code_hooks=testenv.code_hooks)
         metrics: dict[str, Any] = {}
         y_pred = PlainPredictions(predictions)
         for spec, fn in metric_fns:

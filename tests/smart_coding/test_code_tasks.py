@@ -1,6 +1,7 @@
 """Records' eval-framework execution fields (:mod:`core.testcasecontroller.metrics.code_tasks`):
-hooks resolved through the registry by dotted path, checks with one clear error, verdicts
-from ``output_parse_fn`` only for runs that finished."""
+only the project's hooks (alias or dotted name) or ones the job trusts are resolved, through
+the registry; checks with one clear error; verdicts from ``output_parse_fn`` only for runs that
+finished."""
 from __future__ import annotations
 
 import pytest
@@ -8,29 +9,55 @@ import pytest
 from core.common.class_factory import ClassFactory
 from core.common.errors import ConfigError
 from core.testcasecontroller.metrics.code_tasks import (CODE_HOOK, append_test_code, code_task,
-                                                        parse_verdict, resolve_hook)
+                                                        last_line_is_ok, parse_verdict,
+                                                        resolve_hook)
 
 LAST_OK = "core.testcasecontroller.metrics.code_tasks:last_line_is_ok"
 
 
-def test_hooks_are_resolved_through_the_registry_by_dotted_path() -> None:
-    fn = resolve_hook("json:dumps", "record 't'", "snippet_merge_fn")
+def test_project_hooks_by_alias_or_dotted_name_through_the_registry() -> None:
+    for name in ("last_line_is_ok", LAST_OK):
+        fn = resolve_hook(name, "r", "output_parse_fn")
+        assert fn is last_line_is_ok and ClassFactory.get_cls(CODE_HOOK, name) is last_line_is_ok
+        assert fn("x\nOK\n") is True
+    for name in ("append_test_code", "core.testcasecontroller.metrics.code_tasks:append_test_code"):
+        assert resolve_hook(name, "r", "snippet_merge_fn") is append_test_code
+
+
+def test_a_trusted_hook_is_allowed_and_resolved() -> None:
     import json
 
-    assert fn is json.dumps
-    assert ClassFactory.get_cls(CODE_HOOK, "json:dumps") is json.dumps
-    assert resolve_hook(LAST_OK, "r", "output_parse_fn")("x\nOK\n") is True
+    assert resolve_hook("json:dumps", "record 't'", "snippet_merge_fn", trusted=["json:dumps"]) \
+        is json.dumps
+    task = code_task({"task_id": "T", "test_code": "b", "snippet_merge_fn": "json:dumps"},
+                     trusted=("json:dumps",))
+    assert task.merge_fn == "json:dumps" and task.merge is json.dumps
+    # registered now (process-wide), but only the job's own trust list allows it
+    with pytest.raises(ConfigError, match="'json:dumps' is not an allowed hook"):
+        code_task({"task_id": "T", "test_code": "b", "snippet_merge_fn": "json:dumps"})
+
+
+@pytest.mark.parametrize("path", ["json:loads", "json.dumps", "no_such_module_xyz:f",
+                                  "json:no_such_attr", "json:__doc__", 3, ["os:system"]])
+def test_an_untrusted_hook_is_refused_and_not_registered(path: object) -> None:
+    with pytest.raises(ConfigError, match="is not an allowed hook") as err:
+        code_task({"task_id": "T/1", "test_code": "pass", "output_parse_fn": path})
+    text = str(err.value)
+    assert "T/1" in text and "output_parse_fn" in text and repr(path) in text
+    assert "last_line_is_ok" in text and "code_hooks:" in text and "testenv.yaml" in text
+    if isinstance(path, str):
+        assert not ClassFactory.is_exists(CODE_HOOK, path)
 
 
 @pytest.mark.parametrize("path, message", [
-    ("json.dumps", "must be 'package.module:function'"),
     ("no_such_module_xyz:f", "cannot be loaded: ModuleNotFoundError"),
     ("json:no_such_attr", "cannot be loaded: AttributeError"),
     ("json:__doc__", "is not a function"),
 ])
-def test_bad_hooks_are_one_clear_error(path: str, message: str) -> None:
+def test_a_trusted_hook_that_cannot_load_is_one_clear_error(path: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        code_task({"task_id": "T/1", "test_code": "pass", "output_parse_fn": path})
+        code_task({"task_id": "T/1", "test_code": "pass", "output_parse_fn": path},
+                  trusted=[path])
     assert not ClassFactory.is_exists(CODE_HOOK, path)  # a bad path is not left registered
 
 
@@ -40,7 +67,7 @@ def test_bad_hooks_are_one_clear_error(path: str, message: str) -> None:
     ({"package_downloads": {"np": "num py"}}, "is not a PyPI package name"),
     ({"run_env": ""}, "run_env must be an image name"),
     ({"benchmark_timeout": -1}, "benchmark_timeout must be a positive number"),
-    ({"snippet_merge_fn": "json:dumps"}, "needs test_code"),
+    ({"snippet_merge_fn": "append_test_code"}, "needs test_code"),
 ])
 def test_bad_fields_name_the_record(record: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as err:

@@ -42,6 +42,8 @@ class MetricContext:
         show_progress: whether progress bars are wanted.
         config_dir: the testenv file's folder; relative paths in metric parameters resolve
             against it (None outside a job).
+        code_hooks: the functions the job trusts as record hooks (testenv ``code_hooks:``);
+            the project's own hooks are always allowed, nothing else.
     """
 
     records: Callable[[], Iterator[dict[str, Any]]]
@@ -50,6 +52,7 @@ class MetricContext:
     predictions_meta: list[Any] = field(default_factory=list)
     show_progress: bool = True
     config_dir: Path | None = None
+    code_hooks: tuple[str, ...] = ()
 
 
 def resolve_metric(spec: MetricSpec) -> Callable[..., Any]:

@@ -32,7 +32,9 @@ anything else      backend options, e.g. ``workers``, ``min_isolation`` for ``lo
 Records may also carry eval-framework's execution fields (``run_env``, ``package_downloads``,
 ``test_code``, ``snippet_merge_fn``, ``output_parse_fn``, ``benchmark_timeout``): see
 :mod:`core.testcasecontroller.metrics.code_tasks`. They are checked per batch before anything
-of the batch runs; ``run_env``/``package_downloads`` need the ``docker`` backend.
+of the batch runs; ``run_env``/``package_downloads`` need the ``docker`` backend. A hook
+field may only name the project's hooks or one the job trusts (testenv ``code_hooks:``, passed
+here as ``hooks``): anything else is refused before anything is imported.
 """
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -264,11 +266,13 @@ def _prepare_envs(envs: Mapping[Env, Any], executor: Executor, backend: str) -> 
 
 
 def check_records(records: Iterable[tuple[int, Mapping[str, Any]]], source: Path,
-                  sandbox: Mapping[str, Any]) -> int:
-    """Check every record's execution fields (:func:`code_task`) and, when some need
-    container environments, build them with the configured backend: run once before any test
+                  sandbox: Mapping[str, Any], hooks: Sequence[str] = (),
+                  prepare: bool = True) -> int:
+    """Check every record's execution fields (:func:`code_task`; ``hooks`` are the functions
+    the job trusts, testenv ``code_hooks:``) and, when some need container environments and
+    ``prepare`` is true, build them with the configured backend: run once before any test
     case, so a bad record is one error naming the file and line before anything runs.
-    ``records`` are ``(line, record)`` pairs. Returns the number of environments prepared.
+    ``records`` are ``(line, record)`` pairs. Returns the number of environments needed.
 
     Raises:
         ConfigError: the first bad record, or an image/package/backend problem.
@@ -276,24 +280,24 @@ def check_records(records: Iterable[tuple[int, Mapping[str, Any]]], source: Path
     envs: dict[Env, str] = {}
     for line, record in records:
         try:
-            task = code_task(record)
+            task = code_task(record, hooks)
         except ConfigError as exc:
             raise ConfigError(str(exc), source=source, line=line) from None
         if task.needs_container:
             envs.setdefault((task.run_env, tuple(sorted(task.packages.items()))),
                             str(record.get("task_id")))
-    if envs:
+    if envs and prepare:
         backend, _general, options = _settings(sandbox)
         _prepare_envs(envs, _executor(backend, options), backend)
     return len(envs)
 
 
 def _tasks(batch: list[tuple[Mapping[str, Any], Any]], executor: Executor | None,
-           backend: str) -> list[CodeTask]:
+           backend: str, hooks: Sequence[str]) -> list[CodeTask]:
     """Every record's :class:`CodeTask`, checked before anything of the batch runs: a bad
     field, an unknown function, image or package is one ``ConfigError`` naming the record
     (:func:`check_records` has normally found it before the job started)."""
-    tasks = [code_task(rec) for rec, _ in batch]
+    tasks = [code_task(rec, hooks) for rec, _ in batch]
     envs = {(t.run_env, tuple(sorted(t.packages.items()))): rec["task_id"]
             for t, (rec, _) in zip(tasks, batch) if t.needs_container}
     if envs and executor is not None:
@@ -301,9 +305,11 @@ def _tasks(batch: list[tuple[Mapping[str, Any], Any]], executor: Executor | None
     return tasks
 
 
-def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], executor: Executor,
-              memory_mb: int, workspace: Path, known: dict[str, float]) -> list[float]:
-    """Per-record timeout (order of ``records``): the record's field, the fixed setting, or
+def _timeouts(records: list[Mapping[str, Any]], tasks: list[CodeTask], general: Mapping[str, Any],
+              executor: Executor, memory_mb: int, workspace: Path,
+              known: dict[str, float]) -> list[float]:
+    """Per-record timeout (order of ``records``, whose checked ``tasks`` are given): the
+    record's field, the fixed setting, or
     calibrated against the record's reference solution (:func:`calibrate_timeouts`; identical
     references are measured once; ``known`` holds this node's measurements by reference key,
     is updated, and new ones are appended to ``calibration.jsonl``)."""
@@ -324,7 +330,7 @@ def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], exec
             out.append(ceiling)  # replaced below when the reference passes
             if ref is not None:
                 probes.append(_request(str(ri), ref, rec, ceiling, memory_mb, _grading(rec),
-                                       code_task(rec)))
+                                       tasks[ri]))
                 references[str(ri)] = ref
     if not probes:
         return out
@@ -347,8 +353,12 @@ def _timeouts(records: list[Mapping[str, Any]], general: Mapping[str, Any], exec
 
 def iter_results(records: Iterable[Mapping[str, Any]], predictions: Iterable[Any],
                  sandbox: Mapping[str, Any], workspace: Path, show_progress: bool = True,
-                 total: int | None = None) -> Iterator[list[SampleResult]]:
+                 total: int | None = None,
+                 hooks: Sequence[str] = ()) -> Iterator[list[SampleResult]]:
     """Execute every sample; yields per record (dataset order) its samples' results.
+
+    ``hooks`` are the functions the job trusts (testenv ``code_hooks:``) besides the project's
+    own; a record naming any other hook is a :class:`ConfigError` before its batch runs.
 
     ``records`` and ``predictions`` are consumed together, :data:`BATCH` records at a time;
     they must have the same length (``ConfigError`` otherwise, raised when one runs out).
@@ -382,7 +392,7 @@ def iter_results(records: Iterable[Mapping[str, Any]], predictions: Iterable[Any
             if executor is None and any(_samples(pred) for _, pred in batch):
                 executor = _executor(backend, options)
             rows = _run_batch(batch, executor, backend, general, memory_mb, workspace, known,
-                              cache, out)
+                              cache, out, tuple(hooks))
             counted += len(batch)
             bar.update(len(batch))
             yield from rows
@@ -394,11 +404,12 @@ def _samples(pred: Any) -> list[Any]:
 
 def _run_batch(batch: list[tuple[Mapping[str, Any], Any]], executor: Executor | None,
                backend: str, general: Mapping[str, Any], memory_mb: int, workspace: Path,
-               known: dict[str, float], cache: ExecCache, out: Any) -> list[list[SampleResult]]:
+               known: dict[str, float], cache: ExecCache, out: Any,
+               hooks: Sequence[str] = ()) -> list[list[SampleResult]]:
     results: list[list[SampleResult | None]] = []
     todo: dict[str, tuple[ExecRequest, list[tuple[int, int]]]] = {}
     timeouts: list[float] | None = None
-    tasks = _tasks(batch, executor, backend)
+    tasks = _tasks(batch, executor, backend, hooks)
     for ri, (rec, pred) in enumerate(batch):
         row: list[SampleResult | None] = []
         grading: tuple[str, str] | None = None  # per record, on its first executable sample
@@ -411,8 +422,8 @@ def _run_batch(batch: list[tuple[Mapping[str, Any], Any]], executor: Executor | 
             row.append(None)
             assert executor is not None
             if timeouts is None:
-                timeouts = _timeouts([r for r, _ in batch], general, executor, memory_mb,
-                                     workspace, known)
+                timeouts = _timeouts([r for r, _ in batch], tasks, general, executor,
+                                     memory_mb, workspace, known)
             if grading is None:
                 grading = _grading(rec)
             key = _key(backend, sample["code"], rec.get("test"), rec.get("entry_point"),

@@ -8,42 +8,61 @@ A test record may carry, besides HumanEval's ``prompt``/``test``/``entry_point``
                       a task image derived from ``run_env`` at build time, never at test time
 ``test_code``         test code run after the sample (script mode): the run passes iff it
                       completes (exit status 0), unless ``output_parse_fn`` decides
-``snippet_merge_fn``  ``"package.module:function"``: ``f(code, test_code) -> str`` builds the
-                      program to run (default :func:`append_test_code`: the sample, then the
-                      test code)
-``output_parse_fn``   ``"package.module:function"``: ``f(output) -> bool`` (or a mapping with
-                      ``passed``/``success``, or an object with ``success``) judges the run from
-                      its output (stdout then stderr). Such results are marked
+``snippet_merge_fn``  the name of an allowed hook ``f(code, test_code) -> str`` that builds the
+                      program to run (default ``append_test_code``: the sample, then the test
+                      code)
+``output_parse_fn``   the name of an allowed hook ``f(output) -> bool`` (or a mapping with
+                      ``passed``/``success``, or an object with ``success``) that judges the run
+                      from its output (stdout then stderr). Such results are marked
                       ``grading = output_parse``: the sample can print what the parser looks
                       for, so this is the weakest tier and the leaderboard shows it
 ``benchmark_timeout`` seconds for the whole run of the sample with its tests (like ``timeout``)
 ===================== =========================================================================
 
-Functions are resolved through the project's one registry
-(:class:`core.common.class_factory.ClassFactory`, group ``code_hook``): a dotted path is
-registered lazily under its own name and imported on first use; never pickled or serialised.
-:func:`code_task` checks every field of one record and raises one :class:`ConfigError` naming
-the record and the field.
+Hooks are host code, and a dataset is untrusted input, so a record can only *name* a hook
+that is already allowed; it never supplies code or an import path of its own:
+
+* the project's hooks (:data:`BUILTIN_HOOKS`), by short name (``append_test_code``,
+  ``last_line_is_ok``) or by dotted name (``core.testcasecontroller.metrics.code_tasks:
+  last_line_is_ok``). They work on plain data: strings in, a string or a bool out;
+* a function the *job* trusts: listed as ``"package.module:function"`` under ``code_hooks:``
+  in testenv.yaml (:func:`check_trusted_hook` checks and imports it when the file is loaded).
+  A trusted hook runs in the ``ianvs`` process, unsandboxed, over the sample's output (which
+  the sample controls): only trust code you wrote or reviewed.
+
+Any other value is refused by :func:`code_task` with one :class:`ConfigError` naming the record,
+the field, the value, the allowed hooks and how to trust a function in testenv.yaml, *before*
+anything is imported or called: a module named only by a dataset is never imported (importing
+alone can run code). The allowed set is the explicit ``trusted`` argument plus
+:data:`BUILTIN_HOOKS`, never whatever happens to be registered in the process. Functions are
+kept in the project's one registry (:class:`core.common.class_factory.ClassFactory`, group
+``code_hook``); a resolved :class:`CodeTask` holds its functions, never pickled or serialised.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.common.class_factory import ClassFactory
 from core.common.errors import ConfigError, IanvsError
 
-__all__ = ["CODE_HOOK", "CodeTask", "code_task", "resolve_hook", "append_test_code",
-           "parse_verdict", "OUTPUT_PARSE", "last_line_is_ok"]
+__all__ = ["CODE_HOOK", "BUILTIN_HOOKS", "HOOK_FIELDS", "CodeTask", "code_task", "resolve_hook",
+           "check_trusted_hook", "allowed_hooks", "append_test_code", "parse_verdict",
+           "OUTPUT_PARSE", "last_line_is_ok"]
 
 #: registry group of merge and parse functions
 CODE_HOOK = "code_hook"
 #: the grading tier of results decided by ``output_parse_fn``
 OUTPUT_PARSE = "output_parse"
-FIELDS = ("run_env", "package_downloads", "test_code", "snippet_merge_fn", "output_parse_fn",
-          "benchmark_timeout")
+#: record fields that name a hook
+HOOK_FIELDS = ("snippet_merge_fn", "output_parse_fn")
+FIELDS = ("run_env", "package_downloads", "test_code", *HOOK_FIELDS, "benchmark_timeout")
+#: the testenv.yaml key that lists the functions a job trusts as hooks
+TRUST_KEY = "code_hooks"
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
 
 
 def append_test_code(code: str, test_code: str) -> str:
@@ -58,35 +77,92 @@ def last_line_is_ok(output: str) -> bool:
     return bool(lines) and lines[-1] == "OK"
 
 
+#: the project's own hooks by every name a record may use: the short alias and the dotted
+#: ``module:function`` name (both registered in the ``code_hook`` group)
+BUILTIN_HOOKS: dict[str, Callable[..., Any]] = {}
 for _fn in (append_test_code, last_line_is_ok):
-    ClassFactory.register_cls(_fn, CODE_HOOK, f"{__name__}:{_fn.__name__}")
+    for _name in (_fn.__name__, f"{__name__}:{_fn.__name__}"):
+        BUILTIN_HOOKS[_name] = _fn
+        ClassFactory.register_cls(_fn, CODE_HOOK, _name)
 
 
-def resolve_hook(path: Any, where: str, field_name: str) -> Callable[..., Any]:
-    """The function registered (or importable) as ``path`` (``"package.module:function"``).
+def allowed_hooks(trusted: Iterable[str] = ()) -> list[str]:
+    """Every name a record may give a hook field: the built-in hooks, then ``trusted``."""
+    return [*BUILTIN_HOOKS, *(t for t in trusted if t not in BUILTIN_HOOKS)]
 
-    Raises :class:`ConfigError` naming ``where`` and ``field_name`` when the path is malformed,
-    the module or attribute is missing, or the object is not callable.
-    """
-    if not isinstance(path, str) or path.count(":") != 1 or not all(path.split(":")):
-        raise ConfigError(f"{where}: {field_name} must be 'package.module:function', got {path!r}")
+
+def _refusal(where: str, field_name: str, value: Any, trusted: Iterable[str]) -> ConfigError:
+    return ConfigError(
+        f"{where}: {field_name} {value!r} is not an allowed hook; a dataset can only name "
+        f"these: {', '.join(allowed_hooks(trusted))}",
+        hint=f"to use a function you wrote, list it as 'package.module:function' under "
+             f"'{TRUST_KEY}:' in testenv.yaml; it then runs in the ianvs process over the "
+             "sample's output, outside the sandbox")
+
+
+def _load(path: str) -> Callable[..., Any]:
+    """The function registered as ``path`` (lazily imported on first use); raises
+    :class:`ConfigError` (and leaves nothing registered) if it cannot be loaded or is not
+    callable. Only for built-in or trusted names."""
     if not ClassFactory.is_exists(CODE_HOOK, path):
         ClassFactory.register_lazy(CODE_HOOK, path, path)
     try:
         fn = ClassFactory.get_cls(CODE_HOOK, path)
     except (ImportError, AttributeError, IanvsError) as exc:
         ClassFactory.unregister(CODE_HOOK, path)
-        raise ConfigError(f"{where}: {field_name} {path!r} cannot be loaded: "
-                          f"{type(exc).__name__}: {exc}") from None
+        raise ConfigError(f"{path!r} cannot be loaded: {type(exc).__name__}: {exc}") from None
     if not callable(fn):
         ClassFactory.unregister(CODE_HOOK, path)
-        raise ConfigError(f"{where}: {field_name} {path!r} is not a function")
+        raise ConfigError(f"{path!r} is not a function")
     return fn  # type: ignore[no-any-return]
+
+
+def check_trusted_hook(path: Any) -> Callable[..., Any]:
+    """Check one ``code_hooks:`` entry of testenv.yaml and import it: ``path`` must be
+    ``"package.module:function"`` naming a callable. Called for the job's own configuration
+    only, never for a dataset value.
+
+    Raises:
+        ConfigError: malformed, not importable, or not callable (message without location;
+            the caller adds file and line).
+    """
+    if not isinstance(path, str) or not _DOTTED.fullmatch(path):
+        raise ConfigError(f"must be 'package.module:function', got {path!r}")
+    if path in BUILTIN_HOOKS:
+        return BUILTIN_HOOKS[path]
+    return _load(path)
+
+
+def resolve_hook(path: Any, where: str, field_name: str,
+                 trusted: Iterable[str] = ()) -> Callable[..., Any]:
+    """The function a record's ``field_name`` names, if it is allowed.
+
+    Allowed are the names in :data:`BUILTIN_HOOKS` and the ``"package.module:function"``
+    entries of ``trusted`` (the job's ``code_hooks:``). Anything else raises
+    :class:`ConfigError` naming ``where``, ``field_name``, the value, the allowed hooks and
+    the fix, and nothing is imported or called. A trusted entry that cannot be loaded also
+    raises :class:`ConfigError`.
+    """
+    trusted = tuple(trusted)
+    if not isinstance(path, str) or (path not in BUILTIN_HOOKS and path not in trusted):
+        raise _refusal(where, field_name, path, trusted)
+    if path in BUILTIN_HOOKS:
+        return BUILTIN_HOOKS[path]
+    try:
+        return _load(path)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {field_name} {exc.message}",
+                          hint=f"it is trusted in testenv.yaml '{TRUST_KEY}:'") from None
 
 
 @dataclass(frozen=True)
 class CodeTask:
-    """What one record says about how its samples run (see the module docstring)."""
+    """What one record says about how its samples run (see the module docstring).
+
+    ``merge_fn``/``parse_fn`` are the hook names the record gave (part of the cache key);
+    ``merge``/``parse`` the allowed functions :func:`code_task` resolved for them. Build it with
+    :func:`code_task`: a name without its function is refused when used.
+    """
 
     run_env: str | None = None
     packages: Mapping[str, str] = field(default_factory=dict)
@@ -94,6 +170,8 @@ class CodeTask:
     merge_fn: str = ""
     parse_fn: str = ""
     timeout: float | None = None
+    merge: Callable[[str, str], Any] | None = field(default=None, compare=False, repr=False)
+    parse: Callable[[str], Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def needs_container(self) -> bool:
@@ -103,9 +181,10 @@ class CodeTask:
         """The program to run for a sample's ``code`` (merged with ``test_code`` when set)."""
         if self.test_code is None:
             return code
-        merge = resolve_hook(self.merge_fn, "snippet_merge_fn", "snippet_merge_fn") \
-            if self.merge_fn else append_test_code
-        merged = merge(code, self.test_code)
+        if self.merge_fn and self.merge is None:
+            raise ConfigError(f"snippet_merge_fn {self.merge_fn!r} was not resolved "
+                              "(build CodeTask with code_task)")
+        merged = (self.merge or append_test_code)(code, self.test_code)
         if not isinstance(merged, str):
             raise ConfigError(f"snippet_merge_fn {self.merge_fn!r} returned "
                               f"{type(merged).__name__}, not the program text")
@@ -116,15 +195,23 @@ class CodeTask:
                 self.parse_fn]
 
 
-def code_task(record: Mapping[str, Any]) -> CodeTask:
+def code_task(record: Mapping[str, Any], trusted: Iterable[str] = ()) -> CodeTask:
     """Check and collect a record's execution fields; raises one :class:`ConfigError` naming
-    the record's ``task_id`` and the bad field (functions are resolved here, so an unknown one
-    fails before anything runs)."""
+    the record's ``task_id`` and the bad field. Hook fields must name an allowed hook (see
+    :func:`resolve_hook`; ``trusted`` is the job's ``code_hooks:``): they are resolved here, so
+    a refused or unknown one fails before anything runs, and a refused one before anything is
+    imported."""
     from core.testenvmanager.sandbox.images import parse_package_downloads
 
     where = f"record {record.get('task_id', '?')!r}"
     if not any(record.get(name) is not None for name in FIELDS):
         return CodeTask()
+    trusted = tuple(trusted)
+    hooks: dict[str, tuple[str, Callable[..., Any]]] = {}
+    for key in HOOK_FIELDS:  # first: a hostile name is refused whatever else is wrong
+        value = record.get(key)
+        if value is not None:
+            hooks[key] = (str(value), resolve_hook(value, where, key, trusted))
     run_env = record.get("run_env")
     if run_env is not None and (not isinstance(run_env, str) or not run_env.strip()):
         raise ConfigError(f"{where}: run_env must be an image name, got {run_env!r}")
@@ -135,35 +222,34 @@ def code_task(record: Mapping[str, Any]) -> CodeTask:
     test_code = record.get("test_code")
     if test_code is not None and not isinstance(test_code, str):
         raise ConfigError(f"{where}: test_code must be text, got {type(test_code).__name__}")
-    names: dict[str, str] = {}
-    for key in ("snippet_merge_fn", "output_parse_fn"):
-        value = record.get(key)
-        if value is not None:
-            resolve_hook(value, where, key)
-            names[key] = str(value)
-    if "snippet_merge_fn" in names and test_code is None:
+    if "snippet_merge_fn" in hooks and test_code is None:
         raise ConfigError(f"{where}: snippet_merge_fn needs test_code to merge with")
     timeout = record.get("benchmark_timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not math.isfinite(timeout) or timeout <= 0):
         raise ConfigError(f"{where}: benchmark_timeout must be a positive number of seconds, "
                           f"got {timeout!r}")
+    merge_fn, merge = hooks.get("snippet_merge_fn", ("", None))
+    parse_fn, parse = hooks.get("output_parse_fn", ("", None))
     return CodeTask(run_env=run_env.strip() if run_env else None, packages=packages,
-                    test_code=test_code, merge_fn=names.get("snippet_merge_fn", ""),
-                    parse_fn=names.get("output_parse_fn", ""),
-                    timeout=float(timeout) if timeout is not None else None)
+                    test_code=test_code, merge_fn=merge_fn, parse_fn=parse_fn,
+                    timeout=float(timeout) if timeout is not None else None,
+                    merge=merge, parse=parse)
 
 
 def parse_verdict(task: CodeTask, outcome: str, stdout: str, stderr: str) -> tuple[str, str]:
     """``(outcome, detail)`` after ``output_parse_fn``. Only a run that finished (``passed``,
     ``failed`` or ``error`` by exit status) is re-judged; limits, syntax errors, sandbox
     violations and infra errors stand. A parser that raises is a ``failed`` run (its message
-    in the detail), never an infra error the sample could provoke on purpose."""
+    in the detail), never an infra error the sample could provoke on purpose. The parser is
+    the function :func:`code_task` resolved (an allowed hook); nothing is looked up here."""
     if not task.parse_fn or outcome not in ("passed", "failed", "error"):
         return outcome, ""
-    parse = resolve_hook(task.parse_fn, "output_parse_fn", "output_parse_fn")
+    if task.parse is None:
+        raise ConfigError(f"output_parse_fn {task.parse_fn!r} was not resolved "
+                          "(build CodeTask with code_task)")
     try:
-        verdict = parse(stdout + stderr)
+        verdict = task.parse(stdout + stderr)
     except Exception as exc:  # noqa: BLE001 - the output is the sample's; its parse may fail
         return "failed", f"output_parse_fn raised {type(exc).__name__}: {exc}"
     if isinstance(verdict, Mapping):

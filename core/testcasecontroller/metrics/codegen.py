@@ -57,7 +57,8 @@ def _results(y_pred: Sequence[Any], context: Any) -> Iterator[list[SampleResult]
                                "inputs (a mapping or string is passed through as upstream "
                                "does, but cannot be executed)")
     return iter_results(context.records(), y_pred, context.sandbox, context.workspace,
-                        context.show_progress, total=len(y_pred))
+                        context.show_progress, total=len(y_pred),
+                        hooks=tuple(getattr(context, "code_hooks", ())))
 
 
 def pass_at_k(y_true: Any, y_pred: Sequence[Any], context: Any = None,

@@ -11,6 +11,8 @@ Schema (top-level key ``testenv``)::
       sandbox: {backend: local, timeout: 10}        # extension: settings for code-executing metrics
       task_kind: comment                            # extension: records follow this kind's schema
                                                     # ({name, url} for a kind in a plugin file)
+      code_hooks: ["mypkg.hooks:parse"]             # extension: functions records may name as
+                                                    # snippet_merge_fn/output_parse_fn (host code)
       model_eval: {...}; incremental_rounds: 2; round: 1; client_number: 1; use_gpu: false
 
 Keys of other paradigms are kept in :attr:`TestEnvConfig.extra` and reported as unknown.
@@ -29,7 +31,7 @@ from core.testenvmanager.dataset.dataset import DatasetConfig, parse_dataset_sec
 logger = logging.getLogger(__name__)
 
 KNOWN_KEYS = ("dataset", "metrics", "model_eval", "incremental_rounds", "round",
-              "client_number", "use_gpu", "sandbox", "task_kind")
+              "client_number", "use_gpu", "sandbox", "task_kind", "code_hooks")
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,9 @@ class TestEnvConfig:
     use_gpu: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     task_kind: str | None = None
+    #: ``"package.module:function"`` entries of ``code_hooks:``: the only functions besides the
+    #: project's own that dataset records may name as hooks (they run in the ianvs process)
+    code_hooks: tuple[str, ...] = ()
 
 
 #: sandbox keys the code-executing metrics read themselves; every other key is a backend option
@@ -154,6 +159,24 @@ def _task_kind(sec: Section, path: Path) -> str | None:
     return str(name)
 
 
+def _code_hooks(sec: Section) -> tuple[str, ...]:
+    """``code_hooks:``: a list of ``"package.module:function"`` the job trusts as record hooks
+    (:mod:`core.testcasecontroller.metrics.code_tasks`). Each is imported and checked now, so a
+    typo is one error naming this file; this is the only place a hook is ever imported from a
+    name, and it is the job's own configuration, never a dataset record."""
+    from core.testcasecontroller.metrics.code_tasks import TRUST_KEY, check_trusted_hook
+
+    entries = sec.get(TRUST_KEY, list, [], allow_none=True) or []
+    hint = ("list functions you wrote, e.g. 'mypkg.hooks:parse' (the module must be importable "
+            "by the ianvs process); they run in the ianvs process over the samples' output")
+    for entry in entries:
+        try:
+            check_trusted_hook(entry)
+        except ConfigError as exc:
+            raise sec.error(TRUST_KEY, f"entry {exc.message}", hint=hint) from None
+    return tuple(dict.fromkeys(entries))
+
+
 def load_testenv(path: Path, warnings: list[str] | None = None) -> TestEnvConfig:
     """Load and validate a testenv YAML file.
 
@@ -182,4 +205,4 @@ def load_testenv(path: Path, warnings: list[str] | None = None) -> TestEnvConfig
         client_number=sec.get("client_number", int, 1),
         use_gpu=sec.get("use_gpu", bool, False),
         extra={k: v for k, v in sec.data.items() if k not in KNOWN_KEYS},
-        task_kind=task_kind)
+        task_kind=task_kind, code_hooks=_code_hooks(sec))
