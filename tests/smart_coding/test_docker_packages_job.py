@@ -1,6 +1,7 @@
 """The example job whose tasks need numpy (``package_downloads``) on the ``docker`` backend:
 gold runs, the ``output_parse`` mark on the leaderboard, and one clear error for records
-that name an unknown image, package or function before anything runs.
+that name an unknown image, package or a function that is not an allowed hook before anything
+runs.
 
 Real ``ianvs`` CLI, real Docker engine and images (skipped with the reason without root).
 """
@@ -59,8 +60,9 @@ def test_numpy_tasks_gold_on_docker(job: Path) -> None:
 
 @pytest.mark.parametrize("field, value, message", [
     ("output_parse_fn", "core.testcasecontroller.metrics.code_tasks:no_such_fn",
-     "output_parse_fn 'core.testcasecontroller.metrics.code_tasks:no_such_fn' cannot be loaded"),
-    ("snippet_merge_fn", "not a path", "snippet_merge_fn must be 'package.module:function'"),
+     "output_parse_fn 'core.testcasecontroller.metrics.code_tasks:no_such_fn' is not an allowed "
+     "hook"),
+    ("snippet_merge_fn", "os:system", "snippet_merge_fn 'os:system' is not an allowed hook"),
     ("run_env", "ianvs-no-such-image:0", "image 'ianvs-no-such-image:0' does not exist"),
     ("package_downloads", {"nosuch": "ianvs-no-such-package-0xdead"},
      "cannot fetch package(s) ianvs-no-such-package-0xdead"),
