@@ -207,3 +207,16 @@ def test_a_bad_code_hooks_entry_names_testenv(hook_job: Callable[..., Path],
     assert "testenv.yaml" in line and "'testenv.code_hooks' entry must be 'package.module:function'" \
         in line and "'os.system'" in line, res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_image_building_ignores_hook_fields(plugins: Path, tmp_path: Path) -> None:
+    """``ianvs sandbox image build --dataset`` only reads the environments: a hook name there is
+    neither imported nor called (the job refuses it when it runs)."""
+    from core.cmd.sandbox import _task_envs
+
+    shell_marker = tmp_path / "shell.marker"
+    record = {**_record("Evil/1", "output_parse_fn", f"{EVIL_MODULE}:parse", shell_marker),
+              "run_env": "img:1", "package_downloads": {"numpy": None}}
+    assert _task_envs(write_jsonl(tmp_path / "d.jsonl", [record])) == [("img:1",
+                                                                       {"numpy": "numpy"})]
+    _assert_nothing_ran(plugins, shell_marker)
