@@ -25,6 +25,7 @@ from pathlib import Path
 
 from core.__version__ import __version__
 from core.common.errors import IanvsError
+from core.common.redact import scrub
 from core.common.log import setup_logging
 
 logger = logging.getLogger("ianvs")
@@ -70,7 +71,7 @@ def _fail(exc: BaseException, debug: bool) -> int:
     if debug:
         logger.exception("benchmarkingjob runs failed")
     message = str(exc) if isinstance(exc, IanvsError) else f"{type(exc).__name__}: {exc}"
-    print(f"ianvs: error: {message}", file=sys.stderr)
+    print(f"ianvs: error: {scrub(message)}", file=sys.stderr)
     return 1
 
 
@@ -105,6 +106,10 @@ def _run(argv: Sequence[str]) -> int:
         return 130
     if summary.rank_files is not None:
         logger.info("rank files: %s", summary.rank_files.rank_dir)
+    for name, cases in summary.metric_errors.items():
+        print(f"ianvs: warning: metric {name!r} failed in {len(cases)} of "
+              f"{len(summary.outcomes)} test cases ({cases[0][1]}); its value is NaN in their "
+              "rank rows (details in each case.json)", file=sys.stderr)
     if summary.failed:
         for outcome in summary.failed:
             print(f"ianvs: testcase {outcome.case.url} failed: {outcome.error}",

@@ -24,7 +24,18 @@ class RunSummary:
 
     @property
     def failed(self) -> list[CaseOutcome]:
+        """Test cases that failed (not ranked)."""
         return [o for o in self.outcomes if not o.ok]
+
+    @property
+    def metric_errors(self) -> dict[str, list[tuple[CaseOutcome, str]]]:
+        """metric name -> (ranked test case, error) for every metric that raised (its
+        columns are NaN in those rows)."""
+        out: dict[str, list[tuple[CaseOutcome, str]]] = {}
+        for outcome in self.outcomes:
+            for name, error in outcome.metric_errors.items():
+                out.setdefault(name, []).append((outcome, error))
+        return out
 
 
 def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,

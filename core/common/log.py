@@ -18,8 +18,11 @@ LOG_FORMAT = "[%(asctime)s] %(filename)s(%(lineno)d) [%(levelname)s] - %(message
 def setup_logging(level: int | str = logging.INFO) -> None:
     """Send INFO and above (or ``level``) to stderr with the upstream format.
 
-    Idempotent: a second call only changes the level.
+    Idempotent: a second call only changes the level. Every record the handler prints is
+    scrubbed of registered secrets (:class:`core.common.redact.ScrubFilter`).
     """
+    from core.common.redact import ScrubFilter
+
     root = logging.getLogger()
     if isinstance(level, str):
         level = logging.getLevelName(level.upper())
@@ -27,5 +30,6 @@ def setup_logging(level: int | str = logging.INFO) -> None:
     if not any(getattr(h, "_ianvs", False) for h in root.handlers):
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        handler.addFilter(ScrubFilter())
         handler._ianvs = True  # type: ignore[attr-defined]
         root.addHandler(handler)

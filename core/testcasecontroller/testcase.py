@@ -5,12 +5,22 @@ is *reused* for the same configuration (same algorithm name, modules, urls and
 hyperparameters): ``case.json`` in the folder records the configuration key, so a second
 ``ianvs -f`` finds the folder and resumes from its stored predictions. ``fresh=True``
 always makes a new folder.
+
+Nothing secret is written or logged: hyperparameters under credential-like names are
+redacted in ``case.json``, the rank row and the log lines, and their values are scrubbed from
+error messages and tracebacks (:mod:`core.common.redact`).
+
+A metric that raises (other than :class:`IanvsError`, a configuration or infrastructure
+problem that fails the test case) does not lose the test case: its column(s) are NaN in the
+row, the failure is logged once as a warning naming the metric and the exception, and
+``case.json`` records it under ``metric_errors`` (``{metric: {"error", "columns"}}``).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
+import math
 import os
 import time
 import traceback
@@ -22,13 +32,15 @@ from typing import Any
 from core.common.class_factory import ClassFactory, ClassType
 from core.common.errors import IanvsError, PluginError
 from core.common.plugin_loader import load_plugin
+from core.common.redact import redact, register_secrets, scrub, secret_values
 from core.storymanager.rank.types import CaseResult, format_completion_time
 from core.testcasecontroller.algorithm.config import (IMPLEMENTED_PARADIGMS, AlgorithmConfig,
                                                      ModuleSpec, resolve_path_hyperparameters)
 from core.testcasecontroller.algorithm.paradigm.singletask_learning import (
     SingleTaskInputs, run_singletask)
 from core.testcasecontroller.metrics.calling import (MetricContext, PlainPredictions,
-                                                     call_metric, resolve_metric)
+                                                     call_metric, declared_columns,
+                                                     resolve_metric)
 from core.testenvmanager.testenv.testenv import TestEnvConfig
 
 logger = logging.getLogger(__name__)
@@ -48,15 +60,22 @@ class TestCase:
     key: str
     case_dir: Path
     url: str
+    public_url: str = ""
+    """``url`` as written in the rank files (see :class:`CaseResult`); ``url`` when empty."""
 
     @property
     def id(self) -> str:
         return self.case_dir.name
 
+    def secrets(self) -> list[str]:
+        """Values of this test case's hyperparameters stored under credential-like names."""
+        return secret_values({t: h for t, (_, h) in self.combination.items()})
+
     def describe(self) -> str:
+        """One line for logs: algorithm, modules and hyperparameters (secrets redacted)."""
         parts = []
         for mtype, (spec, hps) in self.combination.items():
-            hp = ", ".join(f"{k}={v}" for k, v in hps.items())
+            hp = ", ".join(f"{k}={v}" for k, v in redact(hps).items())
             parts.append(f"{mtype}={spec.name}" + (f"({hp})" if hp else ""))
         return f"{self.algorithm_name}: " + "; ".join(parts)
 
@@ -70,14 +89,17 @@ class CaseOutcome:
     metrics: dict[str, Any] = field(default_factory=dict)
     error: str = ""
     time: str = ""
+    metric_errors: dict[str, str] = field(default_factory=dict)
+    """metric name -> ``"ExceptionType: message"`` of metrics that raised (their columns NaN)."""
 
     def to_rank(self) -> CaseResult:
+        """The rank row: secrets redacted, ``url`` in its published form."""
         return CaseResult(
             algorithm=self.case.algorithm_name, paradigm=self.case.algorithm.paradigm_type,
             metrics=self.metrics,
             modules={t: s.name for t, (s, _) in self.case.combination.items()},
-            hyperparameters={t: dict(h) for t, (_, h) in self.case.combination.items()},
-            time=self.time, url=self.case.url)
+            hyperparameters={t: redact(dict(h)) for t, (_, h) in self.case.combination.items()},
+            time=self.time, url=self.case.public_url or self.case.url, folder=self.case.url)
 
 
 def _case_key(alg_name: str, algorithm: AlgorithmConfig,
@@ -104,7 +126,12 @@ def _find_case_dir(alg_dir: Path, key: str) -> Path | None:
 
 def build_testcases(algorithms: list[tuple[str, AlgorithmConfig]], workspace: str,
                     job_name: str, fresh: bool = False) -> list[TestCase]:
-    """Test cases in algorithm order, then combination order (last module fastest)."""
+    """Test cases in algorithm order, then combination order (last module fastest).
+
+    A relative ``workspace`` gives urls joined from it as upstream; an absolute one gives
+    rank-file urls relative to the workspace (``<job>/<algorithm>/<uuid>``), so published
+    files do not show the user's directory layout.
+    """
     cases = []
     for alg_name, algorithm in algorithms:
         alg_url = os.path.join(workspace, job_name, alg_name)
@@ -113,7 +140,10 @@ def build_testcases(algorithms: list[tuple[str, AlgorithmConfig]], workspace: st
             found = None if fresh else _find_case_dir(Path(alg_url), key)
             case_id = found.name if found else str(uuid.uuid1())
             url = os.path.join(alg_url, case_id)
-            cases.append(TestCase(alg_name, algorithm, combination, key, Path(url), url))
+            public = (os.path.join(job_name, alg_name, case_id)
+                      if os.path.isabs(os.path.expanduser(workspace)) else url)
+            cases.append(TestCase(alg_name, algorithm, combination, key, Path(url), url,
+                                  public))
     return cases
 
 
@@ -144,9 +174,14 @@ def instantiate_module(spec: ModuleSpec, hps: dict[str, Any],
 
 
 def _write_case_file(case: TestCase, **status: Any) -> None:
+    """Write ``case.json`` atomically; hyperparameters are redacted, and string ``status``
+    values (error, traceback) scrubbed of the case's secrets."""
     case.case_dir.mkdir(parents=True, exist_ok=True)
+    secrets = case.secrets()
+    status = {k: scrub(v, secrets) if isinstance(v, str) else v for k, v in status.items()}
     data = {"key": case.key, "algorithm": case.algorithm_name,
-            "modules": {t: {"name": s.name, "url": str(s.url or ""), "hyperparameters": h}
+            "modules": {t: {"name": s.name, "url": str(s.url or ""),
+                            "hyperparameters": redact(h)}
                         for t, (s, h) in case.combination.items()}, **status}
     tmp = case.case_dir / (CASE_FILE + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, default=str))
@@ -155,8 +190,11 @@ def _write_case_file(case: TestCase, **status: Any) -> None:
 
 def run_testcase(case: TestCase, testenv: TestEnvConfig, show_progress: bool = True,
                  debug: bool = False) -> CaseOutcome:
-    """Run one test case; any failure is captured in the outcome, never raised."""
+    """Run one test case; any failure is captured in the outcome, never raised.
+
+    A metric that raises makes its columns NaN instead (see the module docstring)."""
     started = time.time()
+    register_secrets(case.secrets())
     _write_case_file(case, status="running", started=started)
     try:
         if case.algorithm.paradigm_type not in IMPLEMENTED_PARADIGMS:
@@ -189,18 +227,45 @@ def run_testcase(case: TestCase, testenv: TestEnvConfig, show_progress: bool = T
                                 config_dir=Path(testenv.source).parent,
                                 code_hooks=testenv.code_hooks)
         metrics: dict[str, Any] = {}
+        failed: dict[str, dict[str, Any]] = {}
         y_pred = PlainPredictions(predictions)
         for spec, fn in metric_fns:
-            metrics.update(call_metric(fn, spec, test.y, y_pred, context, info))
+            try:
+                metrics.update(call_metric(fn, spec, test.y, y_pred, context, info))
+            except IanvsError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - one metric must not lose the case
+                failed[spec.name] = _metric_failed(case, spec, fn, exc, metrics)
         finished = format_completion_time()
         _write_case_file(case, status="completed", started=started, finished=finished,
-                         metrics=metrics)
-        return CaseOutcome(case, True, metrics, time=finished)
+                         metrics=metrics, **({"metric_errors": failed} if failed else {}))
+        return CaseOutcome(case, True, metrics, time=finished,
+                           metric_errors={n: e["error"] for n, e in failed.items()})
     except Exception as exc:  # noqa: BLE001 - one case failing must not stop the others
         text = str(exc) if isinstance(exc, IanvsError) else f"{type(exc).__name__}: {exc}"
+        text = scrub(text, case.secrets())
         logger.error("testcase(id=%s) %s failed: %s", case.id, case.describe(), text)
         if debug or not isinstance(exc, IanvsError):
-            logger.debug("traceback:\n%s", traceback.format_exc())
+            logger.debug("traceback:\n%s", scrub(traceback.format_exc(), case.secrets()))
         _write_case_file(case, status="failed", started=started, error=text,
                          traceback=traceback.format_exc())
         return CaseOutcome(case, False, error=text, time=format_completion_time())
+
+
+def _metric_failed(case: TestCase, spec: Any, fn: Any, exc: Exception,
+                   metrics: dict[str, Any]) -> dict[str, Any]:
+    """Record a metric that raised: its columns become NaN in ``metrics`` (those another
+    metric already produced are kept), one warning is logged; returns the ``case.json``
+    entry ``{"error": "Type: message", "columns": [...]}``."""
+    text = scrub(f"{type(exc).__name__}: {exc}", case.secrets())
+    try:
+        columns = declared_columns(fn, spec)
+    except Exception:  # noqa: BLE001 - the metric is already broken; fall back to its name
+        columns = [spec.name]
+    for column in columns:
+        metrics.setdefault(column, math.nan)
+    logger.warning("testcase(id=%s) metric %r failed: %s (its column %s is NaN)", case.id,
+                   spec.name, text, ", ".join(repr(c) for c in columns))
+    logger.debug("metric %r traceback:\n%s", spec.name,
+                 scrub(traceback.format_exc(), case.secrets()))
+    return {"error": text, "columns": columns}

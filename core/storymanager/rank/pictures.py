@@ -119,7 +119,7 @@ def draw_matrix_pictures(results: Sequence[CaseResult]) -> tuple[Path, ...]:
                 logger.warning("test case %s: %s[%r] is not a 2-D matrix; no picture",
                                result.url, MATRIX_METRIC, key)
                 continue
-            path = Path(result.url) / "output" / f"{_UNSAFE.sub('_', str(key))}-heatmap.png"
+            path = Path(result.folder or result.url) / "output" / f"{_UNSAFE.sub('_', str(key))}-heatmap.png"
             try:
                 _draw(matrix, f"{result.algorithm}: {key}", path)
             except Exception as exc:  # noqa: BLE001 - a picture must never fail the job

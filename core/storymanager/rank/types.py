@@ -255,7 +255,10 @@ class CaseResult:
             ``<type>-<hp>`` holding ``str(value)`` (Python ``str``: ``0.1``, ``True``,
             ``[1, 2]``).
         time: completion time, ``YYYY-MM-DD HH:MM:SS`` (see :func:`format_completion_time`).
-        url: test-case directory string, exactly as joined from the workspace string.
+        url: test-case directory string as published in the rank files: exactly as joined
+            from the workspace string when the workspace is relative (upstream), relative to
+            the workspace (``<job>/<algorithm>/<uuid>``) when it is absolute.
+        folder: the test case directory on this machine (for pictures); ``url`` when empty.
     """
 
     algorithm: str
@@ -265,6 +268,7 @@ class CaseResult:
     hyperparameters: dict[str, Any]
     time: str
     url: str
+    folder: str = ""
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,10 @@ SHA-256 and record count, the sandbox backend with the isolation and grading tie
 produced the verdicts, calibrated timeouts, and start and end times.
 
 No secret ever appears: nothing is read from the environment, and any value whose key looks
-like a credential (a ``key``, ``api_key``, ``token``, ``secret``, ``password``,
-``authorization`` or ``credentials`` part; names ending in ``_env`` hold variable *names* and
-are kept) is replaced by ``"<redacted>"``.
+like a credential (the rule of :mod:`core.common.redact`; names ending in ``_env`` hold
+variable *names* and are kept) is replaced by ``"<redacted>"``. No absolute path of the user's
+appears either: every path is relative to the job file's folder, the workspace or the current
+directory (:func:`core.common.redact.public_paths`), or reduced to its file name.
 """
 from __future__ import annotations
 
@@ -17,30 +18,33 @@ import hashlib
 import json
 import os
 import platform
-import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from core.__version__ import __version__
+from core.common.redact import REDACTED, public_path, public_paths, redact, scrub
 from core.testcasecontroller.metrics.code_execution import (CALIBRATION_FILE, EXEC_CACHE,
                                                             load_calibration)
 
-_SECRET = re.compile(r"(^|[-_])(api_?key|key|token|secret|password|passwd|authori[sz]ation|"
-                     r"credentials?|bearer)($|[-_])", re.I)
-REDACTED = "<redacted>"
+__all__ = ["REDACTED", "build_manifest", "case_entry", "case_folder", "redact"]
 
 
-def redact(value: Any, key: str = "") -> Any:
-    """``value`` with every credential-like entry replaced (recursively)."""
-    if key and _SECRET.search(key) and not key.endswith("_env"):
-        return REDACTED
-    if isinstance(value, Mapping):
-        return {str(k): redact(v, str(k)) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact(v) for v in value]
-    return value
+def case_folder(url: str, job_dir: Path | None = None) -> Path:
+    """The test case folder a rank row's ``url`` names.
+
+    ``url`` is absolute, relative to the current directory (a relative workspace, as
+    upstream) or relative to the workspace (``<job>/<algorithm>/<uuid>``, written when the
+    workspace is absolute). With ``job_dir``, ``<job_dir>/<algorithm>/<uuid>`` is preferred
+    when it exists, so the answer does not depend on the current directory.
+    """
+    path = Path(url)
+    if job_dir is not None and url:
+        candidate = job_dir / path.parent.name / path.name
+        if candidate.is_dir():
+            return candidate
+    return path if path.is_absolute() else Path.cwd() / url
 
 
 def file_sha256(path: Path) -> str | None:
@@ -123,20 +127,32 @@ def case_entry(case_dir: Path, row: Mapping[str, str], sandbox: Mapping[str, Any
     })
 
 
+def publish_bases(job_source: Path, job_dir: Path | None = None) -> list[Path]:
+    """Folders published paths are made relative to: the job file's folder, the workspace
+    (the job folder's parent), the current directory."""
+    bases = [Path(job_source).expanduser().absolute().parent]
+    if job_dir is not None:
+        bases.append(Path(job_dir).absolute().parent)
+    bases.append(Path.cwd())
+    return bases
+
+
 def build_manifest(job_source: Path, dataset: Path, sandbox: Mapping[str, Any],
-                   rows: list[dict[str, str]], command: list[str]) -> dict[str, Any]:
-    """The whole manifest (see the module docstring); ``rows`` are ``all_rank.csv`` rows."""
-    cases = []
-    for row in rows:
-        url = row.get("url", "")
-        case_dir = Path(url) if Path(url).is_absolute() else Path.cwd() / url
-        cases.append(case_entry(case_dir, row, sandbox))
-    return {
+                   rows: list[dict[str, str]], command: list[str],
+                   job_dir: Path | None = None) -> dict[str, Any]:
+    """The whole manifest (see the module docstring); ``rows`` are ``all_rank.csv`` rows and
+    ``job_dir`` the ``<workspace>/<job>`` folder (to find test case folders and to make
+    paths relative to the workspace)."""
+    cases = [case_entry(case_folder(row.get("url", ""), job_dir), row, sandbox) for row in rows]
+    bases = publish_bases(job_source, job_dir)
+    manifest = {
         "machine": machine(),
-        "command": [redact(arg) for arg in command],
-        "job": str(job_source),
-        "dataset": {"file": str(dataset.resolve()), "sha256": file_sha256(dataset),
+        "command": [scrub(str(arg)) for arg in command],
+        "job": public_path(job_source, bases),
+        "dataset": {"file": public_path(dataset.resolve(), bases),
+                    "sha256": file_sha256(dataset),
                     "records": _count_lines(dataset) if dataset.suffix == ".jsonl" else None},
         "sandbox": redact(dict(sandbox)),
         "test_cases": cases,
     }
+    return dict(public_paths(manifest, bases))

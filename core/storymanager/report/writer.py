@@ -7,7 +7,9 @@ metric (the first ``sort_by`` metric) with a 95% bootstrap confidence interval o
 per-task results exist (``per_task.jsonl``, written by the code metrics), paired comparisons of
 test cases that ran the same tasks (paired bootstrap of the per-task pass rate and an exact
 McNemar test; a task counts as passed when at least half of its scored samples pass), and the
-figures of :mod:`plots`. Test cases without per-task results (upstream-style metrics) show their
+figures of :mod:`plots`. A metric that raised in a test case (``metric_errors`` in its
+``case.json``) shows ``error`` in its cells, with the exception listed under the table. Test
+cases without per-task results (upstream-style metrics) show their
 value without an interval and take no part in comparisons: the report says so.
 """
 from __future__ import annotations
@@ -24,12 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from core.storymanager.report import plots
-from core.storymanager.report.manifest import build_manifest, redact
+from core.storymanager.report.manifest import build_manifest, case_folder, redact
 from core.storymanager.report.stats import bootstrap_ci, mcnemar_exact, paired_bootstrap
 
 logger = logging.getLogger(__name__)
 
 REPORT_DIR = "report"
+ERROR_CELL = "error"
+"""Shown instead of the (NaN) value of a metric that raised."""
 HEATMAP_MAX_TASKS = 200
 ALPHA = 0.05
 
@@ -43,6 +47,8 @@ class CaseView:
     value: float
     tasks: dict[str, tuple[int, int]] = field(default_factory=dict)
     ci: tuple[float, float] | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+    """metric -> exception text of the metrics that raised (their cells show ``error``)."""
 
     def rates(self) -> dict[str, float]:
         return {t: c / n for t, (n, c) in self.tasks.items() if n}
@@ -76,6 +82,24 @@ def _per_task(case_dir: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
+def _metric_errors(case_dir: Path) -> dict[str, dict[str, Any]]:
+    """``metric_errors`` of the test case's ``case.json`` (empty when none or unreadable)."""
+    try:
+        data = json.loads((case_dir / "case.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    errors = data.get("metric_errors") if isinstance(data, dict) else None
+    if not isinstance(errors, dict):
+        return {}
+    return {str(k): v if isinstance(v, dict) else {"error": str(v)} for k, v in errors.items()}
+
+
+def _error_notes(views: Sequence[CaseView]) -> list[str]:
+    """One sentence per (test case, metric) that raised."""
+    return [f"{v.label}: metric {name!r} raised {error}; its value is NaN (sorted last when ranking by it)"
+            for v in views for name, error in v.errors.items()]
+
+
 def _label(row: Mapping[str, str], modules: Sequence[str]) -> str:
     values = [v for k, v in row.items() if "-" in k and k.split("-", 1)[0] in modules and v]
     text = f"#{row.get('rank', '?')} {row.get('algorithm', '')}"
@@ -84,14 +108,21 @@ def _label(row: Mapping[str, str], modules: Sequence[str]) -> str:
     return text if len(text) <= 48 else text[:47] + "…"
 
 
-def build_views(rows: list[dict[str, str]], metric: str, modules: Sequence[str]
-                ) -> list[CaseView]:
+def build_views(rows: list[dict[str, str]], metric: str, modules: Sequence[str],
+                job_dir: Path | None = None) -> list[CaseView]:
+    """One view per rank row; ``job_dir`` (``<workspace>/<job>``) locates the test case
+    folders (see :func:`case_folder`)."""
     views = []
     for row in rows:
-        url = row.get("url", "")
-        case_dir = Path(url) if Path(url).is_absolute() else Path.cwd() / url
-        view = CaseView(dict(redact(row)), _label(row, modules), _float(row.get(metric)),
+        case_dir = case_folder(row.get("url", ""), job_dir)
+        public = redact(row)
+        view = CaseView(dict(public), _label(public, modules), _float(row.get(metric)),
                         _per_task(case_dir))
+        for name, entry in _metric_errors(case_dir).items():
+            view.errors[name] = str(entry.get("error", ""))
+            for column in entry.get("columns") or [name]:
+                if not view.row.get(str(column)):
+                    view.row[str(column)] = ERROR_CELL
         if view.tasks and metric.startswith("pass@1"):
             _mean, low, high = bootstrap_ci(list(view.rates().values()))
             view.ci = (low, high)
@@ -190,6 +221,10 @@ def render_markdown(views: list[CaseView], columns: list[str], metric: str,
     for v in views:
         lines.append("| " + " | ".join(cell(v.row.get(c, "")) for c in columns)
                      + f" | {_ci_text(v)} |")
+    notes = _error_notes(views)
+    if notes:
+        lines += ["", "Metric errors (cells marked `error`):", ""]
+        lines += [f"- {cell(n)}" for n in notes]
     lines += ["", f"Intervals: percentile bootstrap over tasks (2000 resamples) of the per-task "
               f"pass rate; n/a where the metric has no per-task results.", ""]
     lines += ["## Paired comparisons", ""]
@@ -232,6 +267,9 @@ def render_html(views: list[CaseView], columns: list[str], metric: str,
                      + comp_rows + "</table>")
     else:
         comp_html = "<p>No two test cases have per-task results over the same tasks.</p>"
+    notes = _error_notes(views)
+    errors_html = ("<p>Metric errors (cells marked <code>error</code>):</p><ul id='metric-errors'>"
+                   + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>") if notes else ""
     imgs = "".join(f"<figure><img alt='{e(name)}' src='data:image/png;base64,"
                    f"{base64.b64encode(data).decode('ascii')}'><figcaption>{e(name)}"
                    "</figcaption></figure>" for name, data in pngs.items())
@@ -249,6 +287,7 @@ th{{background:#eee}}img{{max-width:100%}}figure{{margin:1em 0}}</style></head>
 machine {e(str(mach['cpu']))}, {mach['cpu_count']} CPUs, {mach['memory_mb']} MB, Python {e(mach['python'])},
 {e(mach['project'])} {e(mach['version'])}. Full details in <code>manifest.json</code>.</p>
 <table id="leaderboard"><tr>{head}</tr>{body}</table>
+{errors_html}
 <p>Intervals: percentile bootstrap over tasks (2000 resamples) of the per-task pass rate; n/a
 where the metric has no per-task results.</p>
 <h2>Paired comparisons</h2>{comp_html}
@@ -269,9 +308,9 @@ def write_report(job_dir: Path, rank_csv: Path, metric: str, modules: Sequence[s
     hyperparameters).
     """
     rows = read_rows(rank_csv)
-    views = build_views(rows, metric, modules)
+    views = build_views(rows, metric, modules, job_dir)
     all_rows = read_rows(all_csv) if all_csv is not None and all_csv.exists() else rows
-    every = build_views(all_rows, metric, modules) if all_rows is not rows else views
+    every = build_views(all_rows, metric, modules, job_dir) if all_rows is not rows else views
     columns = [c for c in (rows[0] if rows else {}) if c != "url"]
     comps = comparisons(every)
     pngs = figures(every, metric)
@@ -281,7 +320,7 @@ def write_report(job_dir: Path, rank_csv: Path, metric: str, modules: Sequence[s
     for name, data in pngs.items():
         (out / f"{name}.png").write_bytes(data)
         images[name] = f"{name}.png"
-    manifest = build_manifest(job_source, dataset, sandbox, all_rows, command)
+    manifest = build_manifest(job_source, dataset, sandbox, all_rows, command, job_dir)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
     (out / "leaderboard.md").write_text(render_markdown(views, columns, metric, comps, images,
                                                         manifest))
