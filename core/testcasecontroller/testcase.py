@@ -173,6 +173,18 @@ def instantiate_module(spec: ModuleSpec, hps: dict[str, Any],
     return (spec.name, instance) if spec.type == "aggregation" else instance
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float (a failed metric's NaN) as ``None``: ``case.json``
+    stays strict JSON, and ``metric_errors`` says why the value is missing."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _write_case_file(case: TestCase, **status: Any) -> None:
     """Write ``case.json`` atomically; hyperparameters are redacted, and string ``status``
     values (error, traceback) scrubbed of the case's secrets."""
@@ -184,7 +196,7 @@ def _write_case_file(case: TestCase, **status: Any) -> None:
                             "hyperparameters": redact(h)}
                         for t, (s, h) in case.combination.items()}, **status}
     tmp = case.case_dir / (CASE_FILE + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
+    tmp.write_text(json.dumps(_finite(data), indent=2, default=str, allow_nan=False))
     tmp.replace(case.case_dir / CASE_FILE)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import os
 import subprocess
 import sys
@@ -127,7 +126,8 @@ def test_failing_metric_is_a_visible_nan(toy: Path) -> None:
     for case in (toy / "workspace/toyjob/toy_alg").glob("*/case.json"):
         meta = json.loads(case.read_text())
         assert meta["status"] == "completed"
-        assert math.isnan(meta["metrics"]["ratio"]) and meta["metrics"]["npred"] == 4
+        # strict JSON: the missing value is null, and metric_errors says why
+        assert meta["metrics"]["ratio"] is None and meta["metrics"]["npred"] == 4
         assert meta["metric_errors"]["ratio"]["error"].startswith("ZeroDivisionError")
 
     report = toy / "workspace/toyjob/report"
