@@ -174,10 +174,10 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_no_container_is_left_after_a_crash_or_ctrl_c(client, tmp_path, sig) -> None:
-    def control_dirs() -> set[str]:
-        return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("ianvs-docker-ctl-")}
+    def control_dirs(pid: int) -> set[str]:
+        """The crashed run's own control folders (other runs on this machine make theirs)."""
+        return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith(f"ianvs-docker-ctl-{pid}-")}
 
-    before = control_dirs()
     proc = subprocess.Popen([sys.executable, "-c", SCRIPT.format(root=str(ROOT))],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tmp_path)
     try:
@@ -194,7 +194,7 @@ def test_no_container_is_left_after_a_crash_or_ctrl_c(client, tmp_path, sig) -> 
         # its host-side control folder goes too: at once on Ctrl-C, at the next executor's
         # start after SIGKILL (nothing runs in a killed process to remove it)
         get_executor("docker", workers=1).close()
-        assert not control_dirs() - before
+        assert not control_dirs(proc.pid)
     finally:
         if proc.poll() is None:
             proc.kill()
