@@ -12,7 +12,9 @@
   generators graded through them, everything stopped afterwards.
 
 ``scheduler`` and ``worker`` replace this process (``exec``) so signals reach Dask directly.
-Plain ``tcp://`` (``--insecure``) is refused for any non-loopback address.
+Plain ``tcp://`` (``--insecure``) is refused for any non-loopback address. A wildcard
+``--host`` (``0.0.0.0``, ``::``, empty) is refused: Dask would listen on every interface and
+advertise an address it guesses; the interface's own address must be given.
 """
 from __future__ import annotations
 
@@ -113,6 +115,14 @@ def _exec(argv: list[str]) -> int:
     return 1  # not reached
 
 
+def _listen_address(host: str, port: int) -> str:
+    """``tcp://HOST:PORT`` for checking a ``--host`` (brackets for IPv6); wildcards refused."""
+    from core.edge.settings import refuse_wildcard
+
+    refuse_wildcard(host)
+    return f"tcp://[{host}]:{port}" if ":" in host else f"tcp://{host}:{port}"
+
+
 def _run(args: argparse.Namespace) -> int:
     from core.edge.settings import parse_address
 
@@ -129,15 +139,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.action == "scheduler":
         from core.edge.processes import scheduler_command
 
-        parse_address(f"tcp://{args.host}:{args.port}")
+        parse_address(_listen_address(args.host, args.port))
         return _exec(scheduler_command(args.host, args.port,
                                        _tls(args, args.cert_name or "scheduler", args.host)))
     if args.action == "worker":
         from core.edge.node import parse_node_options
         from core.edge.processes import worker_command
 
+        parse_address(_listen_address(args.host, 1))
         scheme, shost, _ = parse_address(args.scheduler)
-        parse_address(f"tcp://{args.host}:1")
         parse_node_options(args.node_option)
         tls = _tls(args, args.cert_name or args.name, args.host)
         if (tls is None) != (scheme == "tcp"):

@@ -5,16 +5,25 @@ Contract (beyond :class:`~core.testenvmanager.sandbox.base.Executor`):
 * Construction connects to the scheduler (mutual TLS unless loopback ``tcp://``) and prepares
   every worker present (``node``-filtered): the node's executor is started once and passes the
   gold check. Unreachable scheduler or refused TLS: :class:`EdgeConnectionError` (one line).
-  Workers present but none passing its gold check: :class:`NoGoodNodeError`. Nodes that fail are
-  named in a warning and never receive work. No worker at all is not an error here: ``run``
-  waits up to ``node_timeout`` for one.
+  No allowed worker joins within ``node_timeout``: :class:`NoEdgeNodeError` ("no edge node
+  joined scheduler ... within node_timeout=...s"), raised once, before any grading.
+  Workers present but none passing its gold check or reaching ``min_isolation``:
+  :class:`NoGoodNodeError` naming each node and why.
+* ``min_isolation`` is the job's isolation floor: every node reports the level its executor
+  reached, and a node below the floor is refused (named in one warning, never given work),
+  whatever its own node options say.
+* Node events are logged once each, with the node's name: a node lost (WARNING) or joined
+  (INFO) while this executor is open, never per sample. A node that joins is gold-checked
+  before it gets work.
 * ``run`` sends requests in batches of ``batch_size`` (one Dask task each, restricted to the
   good nodes) and yields each request's result exactly once: Dask may run a task twice (a
   worker lost mid-batch), results are deduplicated by request id. A batch whose task fails
   (e.g. every allowed worker was killed too often) yields ``infra_error`` for its requests.
   When no good node is connected for ``node_timeout`` seconds, workers that (re)joined are
   prepared and unfinished batches resubmitted to them; if none joined, the remaining requests
-  are ``infra_error`` and a warning says so.
+  are ``infra_error`` and one warning says so. The executor then remembers that no node is
+  there: later runs (other metrics, other test cases share it) do not wait again but return
+  ``infra_error`` at once, until a node joins.
 * Every result names the node that graded it (``node``), the backend (``dask:<node backend>``)
   and the isolation achieved there. :attr:`isolation` is the lowest over the good nodes.
 """
@@ -34,7 +43,7 @@ from core.testenvmanager.sandbox.types import (ExecRequest, ExecResult, Isolatio
 from .settings import (MISSING_EXTRA, EdgeSettings, OptionError, check_options, is_loopback,
                        parse_address, security)
 
-__all__ = ["DaskExecutor", "EdgeConnectionError", "NoGoodNodeError"]
+__all__ = ["DaskExecutor", "EdgeConnectionError", "NoGoodNodeError", "NoEdgeNodeError"]
 
 LOGGER = logging.getLogger(__name__)
 #: a node whose gold time is within this factor of the fastest counts as equally fast
@@ -47,7 +56,19 @@ class EdgeConnectionError(SandboxError):
 
 
 class NoGoodNodeError(SandboxError):
-    """Workers are connected but none passed its gold check."""
+    """Workers are connected but none passed its gold check or reached ``min_isolation``."""
+
+
+class NoEdgeNodeError(SandboxError):
+    """No allowed worker joined the scheduler within ``node_timeout``."""
+
+
+def _level(value: Any) -> IsolationLevel:
+    """A node's reported isolation as a level (``NONE`` when missing or unknown)."""
+    try:
+        return IsolationLevel.parse(str(value)) if value else IsolationLevel.NONE
+    except ValueError:
+        return IsolationLevel.NONE
 
 
 def _distributed() -> Any:
@@ -65,8 +86,9 @@ class DaskExecutor(Executor):
     cert_file, key_file}`` of this client; ``node_backend``: what each node grades with
     (``local``); ``node_options``: options of that backend; ``nodes``: worker names allowed
     (default all); ``batch_size``: requests per Dask task; ``node_timeout``: seconds without
-    any good node before the remaining requests are ``infra_error``; ``connect_timeout``:
-    seconds to reach the scheduler.
+    any good node before the remaining requests are ``infra_error`` (and, at construction,
+    to wait for a first node); ``min_isolation``: the isolation floor every node must reach
+    (nodes below it are refused); ``connect_timeout``: seconds to reach the scheduler.
     """
 
     name = "dask"
@@ -90,10 +112,12 @@ class DaskExecutor(Executor):
                  node_backend: str = "local", nodes: list[str] | None = None,
                  batch_size: int = 16, node_timeout: float = 60.0,
                  node_options: Mapping[str, Any] | None = None,
-                 connect_timeout: float = 10.0) -> None:
+                 connect_timeout: float = 10.0,
+                 min_isolation: IsolationLevel | str | int = IsolationLevel.NONE) -> None:
         raw: dict[str, Any] = {"scheduler": scheduler, "node_backend": node_backend,
                                "nodes": nodes or [], "batch_size": batch_size,
-                               "node_timeout": node_timeout, "node_options": node_options or {}}
+                               "node_timeout": node_timeout, "node_options": node_options or {},
+                               "min_isolation": min_isolation}
         if tls is not None:
             raw["tls"] = dict(tls)
         try:
@@ -108,6 +132,8 @@ class DaskExecutor(Executor):
         self._closed = False
         self._good: dict[str, dict[str, Any]] = {}  # worker address -> gold report
         self._bad: dict[str, str] = {}               # node name -> why
+        self._seen: dict[str, str] = {}              # worker address -> name, last looked at
+        self._unavailable: str | None = None         # why no node is there (decided once)
         try:
             self._client = distributed.Client(
                 self.settings.scheduler, security=security(self.settings.tls, "client"),
@@ -118,14 +144,35 @@ class DaskExecutor(Executor):
                 f"{type(exc).__name__}: {exc or 'no answer'} (is 'ianvs edge scheduler' running "
                 "there, and are sandbox.tls certificates signed by the cluster's CA?)") from None
         try:
-            self._refresh_nodes()
+            self._first_nodes()
         except BaseException:
             self.close()
             raise
-        if not self._good and self._bad:
-            self.close()
-            raise NoGoodNodeError("no edge node passed its gold check: " + "; ".join(
-                f"{node}: {why}" for node, why in sorted(self._bad.items())))
+
+    def _first_nodes(self) -> None:
+        """Prepare the workers present, waiting up to ``node_timeout`` for a first one; raise
+        :class:`NoEdgeNodeError` or :class:`NoGoodNodeError` when the run cannot grade."""
+        self._watch(announce=False)
+        deadline = time.monotonic() + self.settings.node_timeout
+        if not self._seen:
+            LOGGER.info("no edge node at scheduler %s yet; waiting up to %gs (node_timeout)",
+                        self.settings.scheduler, self.settings.node_timeout)
+        while not self._seen and time.monotonic() < deadline:
+            time.sleep(_POLL_S)
+            self._watch()
+        if not self._seen:
+            allowed = (f" (allowed nodes: {', '.join(self.settings.nodes)})"
+                       if self.settings.nodes else "")
+            raise NoEdgeNodeError(f"no edge node joined scheduler {self.settings.scheduler} "
+                                  f"within node_timeout={self.settings.node_timeout:g}s{allowed}")
+        if not self._good:
+            raise NoGoodNodeError(self._no_good_text())
+
+    def _no_good_text(self) -> str:
+        floor = self.settings.min_isolation
+        head = (f"no edge node passed its gold check and meets min_isolation={floor}: "
+                if floor > IsolationLevel.NONE else "no edge node passed its gold check: ")
+        return head + "; ".join(f"{node}: {why}" for node, why in sorted(self._bad.items()))
 
     # ------------------------------------------------------------------ nodes
     def _workers(self) -> dict[str, str]:
@@ -136,9 +183,23 @@ class DaskExecutor(Executor):
             found = {a: n for a, n in found.items() if n in self.settings.nodes}
         return found
 
-    def _refresh_nodes(self) -> bool:
-        """Prepare workers not prepared yet; drop departed ones. True if a good node was added."""
+    def _watch(self, announce: bool = True) -> bool:
+        """Compare the allowed workers with the last look: log each node lost (WARNING) or
+        joined (INFO) once, by name; prepare the new ones. True if a good node was added."""
         workers = self._workers()
+        if announce:
+            for addr in sorted(set(self._seen) - set(workers)):
+                LOGGER.warning("edge node %s (%s) left the scheduler; %d other good node(s) "
+                               "remain", self._seen[addr], addr,
+                               len([a for a in self._good if a != addr and a in workers]))
+            for addr in sorted(set(workers) - set(self._seen)):
+                LOGGER.info("edge node %s (%s) joined the scheduler", workers[addr], addr)
+        self._seen = dict(workers)
+        return self._refresh_nodes(workers)
+
+    def _refresh_nodes(self, workers: Mapping[str, str]) -> bool:
+        """Prepare ``workers`` not prepared yet; drop departed ones; refuse nodes below
+        ``min_isolation`` (one warning naming them). True if a good node was added."""
         for addr in list(self._good):
             if addr not in workers:
                 del self._good[addr]
@@ -151,20 +212,31 @@ class DaskExecutor(Executor):
                                    dict(self.settings.node_options or {}), workers=new,
                                    on_error="return")
         added = False
+        refused: list[str] = []
+        floor = self.settings.min_isolation
         for addr, report in reports.items():
             name = workers.get(addr, addr)
             if isinstance(report, BaseException):
                 report = {"node": name, "ok": False, "detail": f"{type(report).__name__}: {report}"}
-            if report.get("ok"):
+            level = _level(report.get("isolation"))
+            if report.get("ok") and level >= floor:
                 self._good[addr] = report
                 self._bad.pop(name, None)
                 added = True
                 LOGGER.info("edge node %s (%s): gold check passed, isolation %s", name, addr,
                             report.get("isolation"))
+            elif report.get("ok"):
+                why = f"isolation {level} is below the job's min_isolation={floor}"
+                if self._bad.get(name) != why:
+                    refused.append(f"{name} ({level})")
+                self._bad[name] = why
             elif name not in self._bad:
                 self._bad[name] = str(report.get("detail", "?"))
                 LOGGER.warning("edge node %s failed its gold check and grades nothing: %s", name,
                                self._bad[name])
+        if refused:
+            LOGGER.warning("edge node(s) refused, below the job's min_isolation=%s, grade "
+                           "nothing: %s", floor, ", ".join(sorted(refused)))
         return added
 
     @property
@@ -174,8 +246,7 @@ class DaskExecutor(Executor):
 
     @property
     def isolation(self) -> IsolationLevel:
-        levels = [IsolationLevel.parse(str(r["isolation"])) for r in self._good.values()
-                  if r.get("isolation")]
+        levels = [_level(r.get("isolation")) for r in self._good.values() if r.get("isolation")]
         return min(levels) if levels else IsolationLevel.NONE
 
     def slowdown(self) -> dict[str, float]:
@@ -207,7 +278,15 @@ class DaskExecutor(Executor):
         batches = [reqs[i:i + size] for i in range(0, len(reqs), size)]
         done: queue.Queue[Any] = queue.Queue()
         futures: dict[str, tuple[Any, int]] = {}  # future key -> (future, batch index)
-        self._refresh_nodes()
+        self._watch()
+        if self._good:
+            self._unavailable = None
+        elif self._unavailable is not None:
+            LOGGER.debug("dask run of %d request(s): still no edge node (%s)", len(reqs),
+                         self._unavailable)
+            for req in reqs:
+                yield self._infra(req, self._unavailable)
+            return
 
         def submit(index: int) -> None:
             batch = [r for r in batches[index] if r.id in todo]
@@ -223,6 +302,7 @@ class DaskExecutor(Executor):
             fut.add_done_callback(done.put)
 
         lonely_since: float | None = None
+        last_look = time.monotonic()
         try:
             if self._good:
                 for index in range(len(batches)):
@@ -235,29 +315,31 @@ class DaskExecutor(Executor):
                 if fut is not None and fut.key in futures:
                     _, index = futures.pop(fut.key)
                     yield from self._collect(fut, batches[index], todo)
+                if time.monotonic() - last_look < _POLL_S or not todo:
                     continue
-                if fut is not None:
-                    continue  # a cancelled, resubmitted batch
-                alive = set(self._workers()) & set(self._good)
-                if alive:
-                    lonely_since = None
+                last_look = time.monotonic()
+                self._watch()
+                if self._good and lonely_since is None:
                     continue
-                lonely_since = lonely_since or time.monotonic()
-                if self._refresh_nodes():
+                if self._good:  # a node (re)joined after all were gone
                     lonely_since = None
                     pending = sorted({i for _, i in futures.values()})
                     self._client.cancel([f for f, _ in futures.values()])
                     futures.clear()
                     for index in pending or range(len(batches)):
                         submit(index)
-                    LOGGER.info("edge nodes rejoined; resubmitted %d batch(es)", len(futures))
-                elif time.monotonic() - lonely_since >= self.settings.node_timeout:
-                    LOGGER.warning("no edge node available for %.0fs (node_timeout): %d sample(s) "
-                                   "are infra_error and not counted against the model",
-                                   self.settings.node_timeout, len(todo))
+                    LOGGER.info("edge node(s) %s available again; resubmitted %d batch(es)",
+                                ", ".join(self.nodes), len(futures))
+                    continue
+                lonely_since = lonely_since or time.monotonic()
+                if time.monotonic() - lonely_since >= self.settings.node_timeout:
+                    self._unavailable = (f"no edge node at scheduler {self.settings.scheduler} "
+                                         f"within node_timeout={self.settings.node_timeout:g}s")
+                    LOGGER.warning("%s: %d sample(s) are infra_error and not counted against the "
+                                   "model; later runs do not wait again until a node joins",
+                                   self._unavailable, len(todo))
                     for req in list(todo.values()):
-                        yield self._infra(req, f"no edge node within node_timeout="
-                                               f"{self.settings.node_timeout:g}s")
+                        yield self._infra(req, self._unavailable)
                     todo.clear()
         finally:
             if futures:

@@ -14,6 +14,8 @@
 
 Node options (``ianvs edge worker --node-option KEY=VALUE``) override the client's options for
 the node backend: the operator of a node decides e.g. its ``workers`` or ``min_isolation``.
+A node's ``min_isolation`` can only add to the job's: the client refuses any node whose reported
+isolation is below the job's ``min_isolation`` (see :mod:`core.edge.executor`).
 """
 from __future__ import annotations
 

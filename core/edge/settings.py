@@ -3,12 +3,13 @@
 Contract: :func:`check_options` validates a ``sandbox:`` mapping for ``backend: dask`` without
 connecting to anything (``ianvs validate`` uses it): the scheduler address, the TLS files
 (resolved against the YAML's folder, must exist), ``node_backend``, ``nodes``, ``batch_size``,
-``node_timeout`` and ``node_options``. Rules:
+``node_timeout``, ``min_isolation`` and ``node_options``. Rules:
 
 * ``tls://HOST:PORT`` needs ``tls: {ca_file, cert_file, key_file}`` (mutual TLS);
 * ``tcp://`` (no encryption, no authentication) is accepted only for a loopback address, with a
   warning; any other address must use ``tls://``;
-* ``HOST`` must be an IP literal (a hostname would go to the system resolver).
+* ``HOST`` must be an IP literal (a hostname would go to the system resolver), and not a
+  wildcard (``0.0.0.0``, ``::``): see :func:`refuse_wildcard`.
 
 Errors are :class:`OptionError` (a ``ValueError``) naming the option in ``key``.
 """
@@ -20,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from core.testenvmanager.sandbox.types import IsolationLevel
+
 __all__ = ["OptionError", "TlsFiles", "EdgeSettings", "check_options", "parse_address",
-           "is_loopback", "security", "MISSING_EXTRA"]
+           "is_loopback", "is_wildcard", "refuse_wildcard", "security", "MISSING_EXTRA"]
 
 LOGGER = logging.getLogger(__name__)
 
@@ -59,6 +62,28 @@ class EdgeSettings:
     batch_size: int = DEFAULT_BATCH
     node_timeout: float = DEFAULT_NODE_TIMEOUT
     node_options: Mapping[str, Any] | None = None
+    min_isolation: IsolationLevel = IsolationLevel.NONE
+
+
+def is_wildcard(host: str) -> bool:
+    """Whether ``host`` is empty or an unspecified ("any") address: ``0.0.0.0``, ``::``,
+    ``[::]``. Such an address listens on every interface and makes Dask advertise a guessed
+    one."""
+    text = host.strip().strip("[]")
+    if not text:
+        return True
+    try:
+        return ipaddress.ip_address(text).is_unspecified
+    except ValueError:
+        return False
+
+
+def refuse_wildcard(host: str, flag: str = "--host") -> None:
+    """``ValueError`` with a clear message when ``host`` is a wildcard (see :func:`is_wildcard`)."""
+    if is_wildcard(host):
+        raise ValueError(f"{flag} {host!r} is a wildcard address: Dask would listen on every "
+                         "interface and advertise a guessed address; give the IP address of the "
+                         "interface to listen on (e.g. 10.0.0.10)")
 
 
 def parse_address(address: str) -> tuple[str, str, int]:
@@ -80,6 +105,9 @@ def parse_address(address: str) -> tuple[str, str, int]:
     except ValueError:
         raise ValueError(f"the host of {address!r} must be an IP address, not a name "
                          "(names go to the system DNS)") from None
+    if is_wildcard(host):
+        raise ValueError(f"{address!r} is a wildcard address, not one to connect to; give the "
+                         "scheduler's IP address")
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:
         raise ValueError(f"{address!r} needs a port between 1 and 65535")
     return scheme, host, int(port_text)
@@ -161,8 +189,12 @@ def check_options(options: Mapping[str, Any], base_dir: Path | None = None) -> E
             check_backend_options(node_backend, dict(node_options))
         except (TypeError, ValueError) as exc:
             raise OptionError("node_options", str(exc)) from None
+    try:
+        min_isolation = IsolationLevel.parse(options.get("min_isolation", IsolationLevel.NONE))
+    except (ValueError, TypeError) as exc:
+        raise OptionError("min_isolation", str(exc)) from None
     return EdgeSettings(
-        scheduler=address, tls=tls, node_backend=node_backend, nodes=tuple(nodes),
+        min_isolation=min_isolation, scheduler=address, tls=tls, node_backend=node_backend, nodes=tuple(nodes),
         batch_size=_positive(options.get("batch_size", DEFAULT_BATCH), "batch_size", int),
         node_timeout=_positive(options.get("node_timeout", DEFAULT_NODE_TIMEOUT),
                                "node_timeout", float),

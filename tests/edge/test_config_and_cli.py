@@ -68,6 +68,8 @@ def test_validate_checks_files_and_values_but_connects_to_nothing(job: Path) -> 
     ({"nodes": "edge1"}, "sandbox.nodes"),
     ({"node_options": {"wrkers": 2}}, "sandbox.node_options"),
     ({"batch_sise": 4}, "sandbox.batch_sise"),
+    ({"min_isolation": "kernal"}, "sandbox.min_isolation"),
+    ({"scheduler": "tls://0.0.0.0:8786"}, "sandbox.scheduler"),
 ])
 def test_bad_dask_settings_are_one_error_naming_the_field(job: Path, changes: dict,
                                                           named: str) -> None:
@@ -134,6 +136,16 @@ def test_edge_certs_command_writes_a_verifiable_chain(tmp_path: Path) -> None:
       "--certs", "/nonexistent"], "not found"),
     (["worker", "--scheduler", "tcp://10.0.0.1:8786", "--host", "127.0.0.1", "--name", "e1",
       "--insecure"], "loopback"),
+    (["scheduler", "--host", "0.0.0.0", "--insecure"], "wildcard address"),
+    (["scheduler", "--host", "::", "--certs", "/nonexistent"], "wildcard address"),
+    (["scheduler", "--host", "[::]", "--insecure"], "wildcard address"),
+    (["scheduler", "--host", "", "--insecure"], "wildcard address"),
+    (["worker", "--scheduler", "tls://10.0.0.1:8786", "--host", "0.0.0.0", "--name", "e1",
+      "--certs", "/nonexistent"], "give the IP address of the interface"),
+    (["worker", "--scheduler", "tls://10.0.0.1:8786", "--host", "::", "--name", "e1",
+      "--certs", "/nonexistent"], "wildcard address"),
+    (["worker", "--scheduler", "tls://0.0.0.0:8786", "--host", "10.0.0.2", "--name", "e1",
+      "--certs", "/nonexistent"], "wildcard address"),
 ])
 def test_edge_commands_refuse_unsafe_or_missing_settings(argv: list[str], says: str) -> None:
     proc = _ianvs("edge", *argv)
@@ -141,6 +153,31 @@ def test_edge_commands_refuse_unsafe_or_missing_settings(argv: list[str], says: 
     lines = [line for line in proc.stderr.splitlines() if line.startswith("ianvs edge: error:")]
     assert len(lines) == 1 and says in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_wildcard_helpers() -> None:
+    from core.edge.settings import is_wildcard, refuse_wildcard
+
+    for host in ("0.0.0.0", "::", "[::]", "", " ", "0:0::0"):
+        assert is_wildcard(host), host
+        with pytest.raises(ValueError, match="give the IP address of the interface"):
+            refuse_wildcard(host)
+    for host in ("127.0.0.1", "10.0.0.2", "fd00::1", "not-an-ip"):
+        assert not is_wildcard(host), host
+
+
+def test_min_isolation_is_a_dask_option_not_ignored(job: Path) -> None:
+    """The job's isolation floor is kept for backend dask (no 'option of another backend'
+    warning) and reaches the executor's settings."""
+    from core.cmd.job import load_job
+    from core.edge.settings import check_options
+    from core.testenvmanager.sandbox import IsolationLevel
+
+    _edit(job, min_isolation="kernel")
+    loaded = load_job(job)
+    assert loaded.testenv.sandbox["min_isolation"] == "kernel"
+    assert not [w for w in loaded.warnings if "min_isolation" in w], loaded.warnings
+    assert check_options(loaded.testenv.sandbox).min_isolation is IsolationLevel.KERNEL
 
 
 def test_scheduler_and_worker_commands_start_the_real_dask_processes() -> None:

@@ -164,28 +164,45 @@ def test_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path: Path) -> N
     assert {e["result"]["node"] for e in entries} == {"edge1", "edge2"}
 
 
-def test_no_worker_within_node_timeout_is_infra_error(tmp_path: Path, caplog) -> None:
-    """A scheduler without workers: after node_timeout the samples are infra_error (not cached,
-    not counted against the model) and a warning says why."""
-    from core.testcasecontroller.metrics.code_execution import close_executors, iter_results
-
-    records = [{"task_id": "T/0", "prompt": "def f(x):\n", "canonical_solution": "    return x\n",
-                "test": CHECK, "entry_point": "f"}]
-    preds = [{"samples": [{"code": "def f(x):\n    return x\n"}] * 1}]
+def test_no_worker_fails_once_before_generation(tmp_path: Path) -> None:
+    """A scheduler without workers: `ianvs -f` stops after node_timeout with one error line
+    naming the scheduler and the timeout, exit 1, nothing generated, no flood of warnings."""
     with edge_cluster(names=(), wait=0) as cl:
-        sandbox = {"backend": "dask", "timeout": 5, **sandbox_options(cl, node_timeout=2)}
+        job = _job(tmp_path, cl, node_timeout=2)
         start = time.monotonic()
-        with caplog.at_level(logging.WARNING):
-            try:
-                rows = list(iter_results(records, preds, sandbox, tmp_path, show_progress=False))
-            finally:
-                close_executors()
+        proc = _ianvs("-f", str(job), "--no-progress", timeout=120)
         took = time.monotonic() - start
-    assert [s.outcome for s in rows[0]] == ["infra_error"] and not rows[0][0].scored
-    assert "node_timeout" in rows[0][0].detail
-    assert 2 <= took < 30
-    assert "no edge node available" in caplog.text
-    assert not (tmp_path / "executions.jsonl").read_text()
+    errors = [line for line in proc.stderr.splitlines() if "error" in line.lower()]
+    assert proc.returncode == 1, proc.stderr
+    assert len(errors) == 1, proc.stderr
+    assert f"no edge node joined scheduler {cl.address} within node_timeout=2s" in errors[0]
+    assert "Traceback" not in proc.stderr
+    assert len([line for line in proc.stderr.splitlines() if "WARNING" in line]) <= 2, \
+        proc.stderr
+    assert not list(tmp_path.rglob("generations.jsonl"))
+    assert took < 60
+
+
+def test_no_worker_is_decided_once_for_every_metric() -> None:
+    """Through the metrics' shared executor cache: the first metric waits node_timeout, the
+    next ones get the same error at once."""
+    from core.edge.executor import NoEdgeNodeError
+    from core.testcasecontroller.metrics.code_execution import _executor, close_executors
+
+    with edge_cluster(names=(), wait=0) as cl:
+        options = sandbox_options(cl, node_timeout=2)
+        try:
+            start = time.monotonic()
+            with pytest.raises(NoEdgeNodeError, match="within node_timeout=2s"):
+                _executor("dask", options)
+            assert 2 <= time.monotonic() - start < 30
+            for _ in range(3):  # three more metrics / test cases
+                start = time.monotonic()
+                with pytest.raises(NoEdgeNodeError):
+                    _executor("dask", options)
+                assert time.monotonic() - start < 0.5
+        finally:
+            close_executors()
 
 
 def test_node_failing_its_gold_check_grades_nothing(caplog) -> None:

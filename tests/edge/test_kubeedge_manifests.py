@@ -173,3 +173,32 @@ def test_container_commands_are_the_cli() -> None:
             assert {args.worker_port, args.nanny_port} == ports
             pol = objects[("NetworkPolicy", "ianvs-edge-worker")]
             assert {p.port for p in pol.spec.ingress[0].ports} == ports
+
+
+#: fields of the pod API that exist only from a Kubernetes version newer than the documented
+#: minimum (docs/edge.md): older API servers reject them (kubectl validates strictly)
+NEWER_THAN_MINIMUM = {"appArmorProfile": "1.30"}
+
+
+def _keys(data: Any) -> set[str]:
+    if isinstance(data, dict):
+        return set(data) | {k for v in data.values() for k in _keys(v)}
+    if isinstance(data, list):
+        return {k for v in data for k in _keys(v)}
+    return set()
+
+
+def test_manifests_need_no_field_newer_than_the_documented_minimum() -> None:
+    """AppArmor is unconfined through the pod annotation (every version) instead of the 1.30+
+    securityContext field, and docs/edge.md states the minimum Kubernetes version and why."""
+    for name, doc in _documents():
+        used = _keys(doc) & set(NEWER_THAN_MINIMUM)
+        assert not used, f"{name} uses {used}, which needs Kubernetes {NEWER_THAN_MINIMUM}"
+    ds = _objects()[("DaemonSet", "ianvs-edge-worker")]
+    annotations = ds.spec.template.metadata.annotations
+    for container in ds.spec.template.spec.containers:
+        assert container.security_context.seccomp_profile.type == "Unconfined"
+        assert annotations[f"container.apparmor.security.beta.kubernetes.io/{container.name}"] \
+            == "unconfined"
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "edge.md").read_text()
+    assert "Kubernetes 1.25" in doc and "appArmorProfile" in doc

@@ -4,7 +4,9 @@ Machine (project version, Python, OS, CPU, memory), the exact command, and per t
 modules and hyperparameters, the model identity the model recorded (``model.json``: e.g. the
 GGUF file's SHA-256, or endpoint and model name, and the decoding settings), the dataset file's
 SHA-256 and record count, the sandbox backend with the isolation and grading tiers that
-produced the verdicts, calibrated timeouts, and start and end times.
+produced the verdicts, which node graded how many samples (``graded_by``, from the ``node`` of
+each result in ``executions.jsonl``: the edge nodes for ``backend: dask``, this host for local
+backends), calibrated timeouts, and start and end times.
 
 No secret ever appears: nothing is read from the environment, and any value whose key looks
 like a credential (the rule of :mod:`core.common.redact`; names ending in ``_env`` hold
@@ -100,16 +102,23 @@ def case_entry(case_dir: Path, row: Mapping[str, str], sandbox: Mapping[str, Any
     case = _read_json(case_dir / "case.json") or {}
     timeouts = list(load_calibration(case_dir / CALIBRATION_FILE).values())
     limits: list[float] = []
+    graded_by: dict[str, int] = {}
+    host = platform.node()
     try:
         with (case_dir / EXEC_CACHE).open("rb") as fh:
             for raw in fh:
                 try:
-                    limits.append(float(json.loads(raw)["result"]["timeout_s"]))
+                    result = json.loads(raw)["result"]
+                    limits.append(float(result["timeout_s"]))
                 except (ValueError, KeyError, TypeError):
                     continue
+                if not isinstance(result, dict):
+                    continue
+                node = str(result.get("node") or host)
+                graded_by[node] = graded_by.get(node, 0) + 1
     except OSError:
         pass
-    return redact({
+    entry: dict[str, Any] = redact({
         "url": row.get("url", str(case_dir)),
         "algorithm": row.get("algorithm", case.get("algorithm")),
         "modules": case.get("modules", {}),
@@ -117,7 +126,7 @@ def case_entry(case_dir: Path, row: Mapping[str, str], sandbox: Mapping[str, Any
         "sandbox": {"backend": sandbox.get("backend", "local"),
                     "isolation": row.get("isolation") or None,
                     "grading": row.get("grading") or None,
-                    "node": platform.node(),
+                    "ianvs_host": host,
                     "reference_times_s": {"count": len(timeouts),
                                           "max": max(timeouts) if timeouts else None},
                     "timeouts_s": {"min": min(limits) if limits else None,
@@ -125,6 +134,9 @@ def case_entry(case_dir: Path, row: Mapping[str, str], sandbox: Mapping[str, Any
         "started": case.get("started"), "finished": case.get("finished"),
         "status": case.get("status"),
     })
+    # node names are not secrets: kept as they are even when one looks like a credential key
+    entry["sandbox"]["graded_by"] = dict(sorted(graded_by.items()))
+    return entry
 
 
 def publish_bases(job_source: Path, job_dir: Path | None = None) -> list[Path]:

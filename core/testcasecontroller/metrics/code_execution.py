@@ -98,25 +98,39 @@ class SampleResult:
 
 
 _executors: dict[str, Executor] = {}
+#: executors that could not start (a ``SandboxError``, e.g. no edge node joined within
+#: ``node_timeout``), by key: later metrics and test cases get the same error at once instead
+#: of waiting again; cleared by :func:`close_executors`
+_failed: dict[str, Exception] = {}
 _exec_lock = threading.Lock()
 
 
 def _executor(backend: str, options: Mapping[str, Any]) -> Executor:
-    """One warm executor per (backend, options) for the whole process."""
+    """One warm executor per (backend, options) for the whole process. A configuration whose
+    executor failed to start with a ``SandboxError`` raises that error again at once."""
+    from core.testenvmanager.sandbox import SandboxError
+
     key = json.dumps([backend, dict(options)], sort_keys=True, default=str)
     with _exec_lock:
+        if key in _failed:
+            raise _failed[key]
         if key not in _executors:
-            _executors[key] = get_executor(backend, **dict(options))
+            try:
+                _executors[key] = get_executor(backend, **dict(options))
+            except SandboxError as exc:
+                _failed[key] = exc
+                raise
         return _executors[key]
 
 
 @atexit.register
 def close_executors() -> None:
-    """Stop every executor this module started (also run at exit)."""
+    """Stop every executor this module started (also run at exit) and forget failed starts."""
     with _exec_lock:
         for ex in _executors.values():
             ex.close()
         _executors.clear()
+        _failed.clear()
 
 
 def connect_early(sandbox: Mapping[str, Any], source: Path | None = None) -> Executor | None:
