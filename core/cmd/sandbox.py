@@ -9,8 +9,9 @@
 * ``ianvs sandbox image build [--dataset records.jsonl]``: build the base Python image
   locally (no registry; see :mod:`core.testenvmanager.sandbox.images`) and, with
   ``--dataset``, the task images its records' ``run_env``/``package_downloads`` need;
-* ``ianvs sandbox sweep [--images]``: remove every container and volume the backend labelled
-  (with ``--images`` also its images), e.g. after a machine crash.
+* ``ianvs sandbox sweep [--images]``: remove the docker backend's labelled containers whose
+  ``ianvs`` process is gone (a live run's are never touched: two runs on one machine are
+  normal), unused labelled volumes, dangling labelled images, and with ``--images`` its images.
 
 Errors print one line and exit 1 (``--debug`` adds the traceback).
 """
@@ -50,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--force", action="store_true", help="rebuild the base image")
     build.add_argument("--dataset", type=Path,
                        help="also build the task images this JSONL dataset's records need")
-    sweep = sub.add_parser("sweep", help="remove labelled containers and volumes")
+    sweep = sub.add_parser("sweep", help="remove labelled containers of dead runs and unused volumes")
     sweep.add_argument("--images", action="store_true", help="remove the images too")
     sub.add_parser("doctor", help="show the walls of this machine and what runs left behind")
     clean = sub.add_parser("clean", help="remove what runs whose owner is dead left behind")
@@ -170,7 +171,9 @@ def main(argv: Sequence[str]) -> int:
         client = connect(args.docker_host)
         try:
             if args.what == "sweep":
-                counts = sweep(client, images=args.images)
+                from core.testenvmanager.sandbox.container import _owner_alive
+
+                counts = sweep(client, images=args.images, owner_alive=_owner_alive)
                 print("removed " + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
                 return 0
             image_id = build_base_image(client, args.mirror, args.suite, force=args.force)

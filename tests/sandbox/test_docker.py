@@ -217,10 +217,27 @@ def test_sweep_removes_labelled_leftovers(client) -> None:
             pass
 
 
-def test_sandbox_sweep_cli(client) -> None:
-    res = subprocess.run([sys.executable, "-m", "core.cmd.benchmarking", "sandbox", "sweep"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0 and res.stdout.startswith("removed "), res.stderr
+def test_sandbox_sweep_cli_removes_dead_runs_containers_and_never_a_live_ones(client) -> None:
+    """Two runs on one machine are normal: ``ianvs sandbox sweep`` from one must not break the
+    other (it once removed every labelled container)."""
+    from core.testenvmanager.sandbox.owners import pid_alive
+
+    dead_pid = next(p for p in range(4_000_000, 4_100_000) if not pid_alive(p))
+    dead = client.containers.create(BASE_IMAGE, ["sleep", "60"], network_mode="none",
+                                    labels={LABEL: "1", "io.ianvs.owner": f"{os.uname().nodename}:{dead_pid}"})
+    try:
+        with get_executor("docker", workers=1) as live:
+            res = subprocess.run([sys.executable, "-m", "core.cmd.benchmarking", "sandbox", "sweep"],
+                                 cwd=ROOT, capture_output=True, text=True, timeout=120)
+            assert res.returncode == 0 and res.stdout.startswith("removed "), res.stderr
+            assert not client.containers.list(all=True, filters={"id": dead.id})
+            assert _ours(client), "the live run's container was removed"
+            assert run_one(live, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add").passed
+    finally:
+        try:
+            dead.remove(force=True)
+        except Exception:  # noqa: BLE001 - already swept
+            pass
 
 
 def test_gvisor_runtime_is_reported(client) -> None:

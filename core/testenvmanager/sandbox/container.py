@@ -333,7 +333,7 @@ class DockerExecutor(Executor):
         self.facts: dict[str, Any] = {}
         self._client = connect(docker_host)
         try:
-            removed = sweep(self._client, owner_alive=_owner_alive)
+            removed = sweep(self._client, owner_alive=_owner_alive, containers_only=True)
             if removed["containers"]:
                 LOGGER.info("docker: removed %d container(s) left by dead runs", removed["containers"])
             dirs = _sweep_control_dirs()

@@ -413,12 +413,15 @@ def _remove_image(client: Any, ref: str) -> None:
 
 
 # ------------------------------------------------------------------------------------ sweeping
-def sweep(client: Any, images: bool = False, owner_alive: Any = None) -> dict[str, int]:
+def sweep(client: Any, images: bool = False, owner_alive: Any = None,
+          containers_only: bool = False) -> dict[str, int]:
     """Remove what the backend left behind, found by :data:`LABEL`.
 
     Containers are removed (killed first) unless ``owner_alive(labels)`` says their owner
-    process still runs; volumes and dangling labelled images always; with ``images=True`` also
-    the base and task images. Returns counts by kind.
+    process still runs; then (unless ``containers_only``: what an executor sweeps at start, so a
+    build of another run on this machine never loses its intermediate images) unused labelled
+    volumes and dangling labelled images; with ``images=True`` also the base and task images.
+    Returns counts by kind.
     """
     counts = {"containers": 0, "volumes": 0, "images": 0}
     for container in client.containers.list(all=True, filters={"label": LABEL}):
@@ -429,6 +432,8 @@ def sweep(client: Any, images: bool = False, owner_alive: Any = None) -> dict[st
             counts["containers"] += 1
         except Exception as exc:  # noqa: BLE001 - removed concurrently (auto-remove)
             LOGGER.debug("sweep: %s: %s", container.short_id, exc)
+    if containers_only:
+        return counts
     for volume in client.volumes.list(filters={"label": LABEL}):
         try:
             volume.remove(force=True)
