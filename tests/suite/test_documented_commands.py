@@ -435,8 +435,9 @@ def test_the_checker_finds_what_is_wrong(tmp_path: Path) -> None:
         "`ianvs frobnicate`",                                               # 11
         "`ianvs dataset <kind> --from x -o y` `ianvs dataset <kind> --bogus`",  # 12
         "```",                                                              # 13
-        "ianvs -f job.yaml ──TLS──▶ scheduler (cloud)   # a diagram, not a subcommand",  # 14
-        "$ FOO=1 ianvs -f job.yaml --log-level DEBUG|LOUD|... && ianvs edge certs|demo --out",  # 15
+        "ianvs -f job.yaml ──TLS──▶ scheduler (cloud)   # a diagram: no subcommand",  # 14
+        # 15: a prompt, an assignment, alternatives of a value and of a subcommand
+        "$ FOO=1 ianvs -f job.yaml --log-level DEBUG|LOUD|... && ianvs edge certs|demo --out",
         "```",                                                              # 16
         "`python benchmarks/bare_fork_floor.py --n 3` and `ianvs-postgres` and `ianvs`",  # 17
     ])
