@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core.scenarios.repo.authoring import AuthoringOptions, author  # noqa: E402
 from core.scenarios.repo.env import ensure_env  # noqa: E402
 from core.scenarios.repo.execute import default_views_dir  # noqa: E402
-from core.scenarios.repo.job import load_tasks  # noqa: E402
+from core.scenarios.repo.kind import load_tasks  # noqa: E402
 from core.scenarios.repo.source import materialise  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "examples/smart_coding/smart_coding_learning_bench/repo/data"

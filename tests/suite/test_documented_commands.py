@@ -57,11 +57,7 @@ FILE_MENTION = re.compile(
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 SEPARATORS = ("&&", "||", ";", "|")
 #: Scripts whose --help is known to fail, with why (a strict xfail: fix the script, drop it).
-KNOWN_BROKEN_SCRIPTS = {
-    "benchmarks/repo_authoring.py":
-        "imports core.scenarios.repo.job, removed in 74b320b (load_tasks is in "
-        "core.scenarios.repo.kind now)",
-}
+KNOWN_BROKEN_SCRIPTS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
