@@ -142,7 +142,8 @@ def test_dask_run_manifest_names_the_graders(tmp_path: Path) -> None:
     for case in manifest["test_cases"]:
         graded = case["sandbox"]["graded_by"]
         assert set(graded) <= {"edge1", "edge2"} and graded, graded
-        executed = (Path(case["url"]) / "executions.jsonl").read_text().splitlines()
+        # published urls are relative to the workspace (<workspace>/<job>/report/manifest.json)
+        executed = (manifest_path.parents[2] / case["url"] / "executions.jsonl").read_text().splitlines()
         assert sum(graded.values()) == len(executed)
 
 
