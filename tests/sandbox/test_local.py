@@ -309,7 +309,8 @@ def test_cgroup_oom_kill_is_memory_exceeded_and_groups_are_removed() -> None:
 def test_child_setup_failure_is_infra_error() -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root (uid drop)")
-    with LocalExecutor(workers=1, uid_base=2**32) as ex:  # no such uid: setgid fails in the child
+    # no such uid: setgid fails in the child (one per process: two suites at once each lease theirs)
+    with LocalExecutor(workers=1, uid_base=2**32 + 64 * os.getpid()) as ex:
         res = probe(ex, "return True")
     assert res.outcome is Outcome.INFRA_ERROR and "setup failed" in res.detail, res.detail
 

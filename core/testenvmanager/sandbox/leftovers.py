@@ -366,11 +366,37 @@ def _remove_docker(item: Leftover) -> bool:
         return False
 
 
+def _gone(item: Leftover, wait_s: float = 5.0) -> bool:
+    """Whether ``item`` no longer exists (waiting up to ``wait_s`` for a removal in progress):
+    another run on this machine may sweep the same dead owner's leftovers at the same time, and
+    its win is not this removal's failure."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        if item.kind in ("container", "volume"):
+            try:
+                item.handle.reload()
+                exists = True
+            except Exception as exc:  # noqa: BLE001 - NotFound: gone; anything else: unknown
+                exists = "404" not in str(exc) and "not found" not in str(exc).lower()
+        elif item.kind == "edge":
+            exists = pid_alive(int(item.handle))
+        else:
+            exists = os.path.lexists(item.name)
+        if not exists or time.monotonic() >= deadline:
+            return not exists
+        time.sleep(0.1)
+
+
 def remove(item: Leftover) -> bool:
     """Remove one leftover of a dead owner; ``False`` (nothing done) when its owner is alive
-    or unknown, it is not removable, or removing failed."""
+    or unknown, it is not removable, or it still exists after removing failed (gone by another
+    run's hand counts as removed)."""
     if item.alive or not item.removable or item.owner is None and item.kind != "volume":
         return False
+    return _remove(item) or _gone(item)
+
+
+def _remove(item: Leftover) -> bool:
     if item.kind == "cgroup":
         return _remove_cgroup(item.name)
     if item.kind in ("scratch", "docker-ctl", "repo-views"):
