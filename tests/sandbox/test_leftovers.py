@@ -164,8 +164,9 @@ def test_the_fork_server_holds_the_lease_until_it_exits() -> None:
 @root_only
 def test_a_starting_executor_sweeps_dead_servers_cgroups_and_scratch() -> None:
     made = _orphan()
-    assert made["scratch"] and os.path.isdir(made["scratch"])
-    assert all(os.path.isdir(p) for p in made["cgroups"])
+    assert made["scratch"] and made["cgroups"]
+    # they exist now unless another run on this machine has already swept them (every executor
+    # sweeps at start); either way none may be left once this executor has started
     with LocalExecutor(workers=1) as ex:
         assert ex.alive()
     assert not os.path.exists(made["scratch"])
