@@ -45,8 +45,8 @@ from .owners import alive_since, pid_alive, token_alive
 
 __all__ = ["Leftover", "KINDS", "cgroups", "scratch_dirs", "docker_control_dirs",
            "docker_objects", "postgres_dirs", "repo_views", "edge_processes", "netns",
-           "uid_leases", "discover", "remove", "sweep_executor_leftovers", "EDGE_OWNER_ENV",
-           "netns_name"]
+           "uid_leases", "discover", "remove", "remove_cgroup", "sweep_executor_leftovers",
+           "EDGE_OWNER_ENV", "netns_name"]
 
 LOGGER = logging.getLogger(__name__)
 
@@ -290,8 +290,10 @@ def discover(kinds: Iterable[str] | None = None, docker_host: str | None = None)
 
 
 # ------------------------------------------------------------------------------------ removal
-def _remove_cgroup(path: str) -> bool:
-    deadline = time.monotonic() + 3.0
+def remove_cgroup(path: str, timeout: float = 3.0) -> bool:
+    """Kill what runs in cgroup ``path`` and remove it, retrying for up to ``timeout`` seconds
+    (a killed process leaves the group a moment later); True when it is gone."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for pid in _cgroup_procs(path):
             try:
@@ -398,7 +400,7 @@ def remove(item: Leftover) -> bool:
 
 def _remove(item: Leftover) -> bool:
     if item.kind == "cgroup":
-        return _remove_cgroup(item.name)
+        return remove_cgroup(item.name)
     if item.kind in ("scratch", "docker-ctl", "repo-views"):
         return _remove_tree(item.name)
     if item.kind == "postgres":

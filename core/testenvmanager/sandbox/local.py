@@ -28,7 +28,6 @@ import json
 import logging
 import marshal
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -39,6 +38,8 @@ from typing import Iterable, Iterator, Protocol
 from .base import Executor
 from .leases import FIRST_UID, UidLease
 from .leases import acquire as acquire_uids
+from .leftovers import remove_cgroup
+from .mounts import remove_tree
 from .types import (
     ExecRequest,
     ExecResult,
@@ -551,31 +552,14 @@ class LocalExecutor(Executor):
         namespace vanishes with it); this covers a server that was killed: kill whatever is
         still inside the groups (orphaned children), remove them and any host scratch dir."""
         facts = self.facts
-        groups = list(facts.get("cgroups", {}).values())
         scratch = facts.get("scratch")
         if (scratch and not facts.get("mountns") and os.path.isdir(scratch)
                 and os.path.basename(scratch).startswith("ianvs-sandbox-")):
-            shutil.rmtree(scratch, ignore_errors=True)
-        for _ in range(100):
-            left = False
-            for path in groups:
-                if not os.path.isdir(path):
-                    continue
-                try:
-                    with open(os.path.join(path, "cgroup.procs")) as fh:
-                        pids = [int(p) for p in fh.read().split()]
-                    for pid in pids:
-                        try:
-                            os.kill(pid, 9)
-                        except OSError:
-                            pass
-                    os.rmdir(path)
-                except OSError:
-                    left = True
-            if not left:
-                return
-            time.sleep(0.02)
-        LOGGER.warning("could not remove cgroups %s", groups)
+            remove_tree(scratch)
+        left = [path for path in facts.get("cgroups", {}).values()
+                if not remove_cgroup(path, timeout=2.0)]
+        if left:
+            LOGGER.warning("could not remove cgroups %s", left)
 
     def __del__(self) -> None:  # best effort; close() is the contract
         try:
