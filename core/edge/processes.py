@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from core.common.lifetime import die_with_parent
+
 from .settings import TlsFiles, security
 
 __all__ = ["tls_files", "scheduler_command", "worker_command", "free_port", "EdgeCluster",
@@ -90,20 +92,6 @@ class WorkerSpec:
     scheduler: str | None = None  # address this worker dials (default: the scheduler's)
 
 
-def _term_with_parent() -> Any:
-    """A preexec function that gives the child SIGTERM when the thread that started it dies
-    (``PR_SET_PDEATHSIG``), so a killed owner (SIGKILL included) leaves no scheduler or worker
-    behind. libc is loaded here, in the parent; the child between fork and exec only calls it.
-    Start clusters from a thread that lives as long as they should (the main thread)."""
-    import ctypes
-
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-
-    def _child() -> None:
-        prctl(1, int(signal.SIGTERM), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
-    return _child
-
-
 class EdgeCluster:
     """A real scheduler and workers as separate processes (see module doc).
 
@@ -149,7 +137,7 @@ class EdgeCluster:
             self.procs[key] = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL,
                                                stdout=out, stderr=subprocess.STDOUT,
                                                start_new_session=True, cwd="/",
-                                               preexec_fn=_term_with_parent())
+                                               preexec_fn=die_with_parent(signal.SIGTERM))
         finally:
             if out is not subprocess.DEVNULL:
                 out.close()

@@ -33,7 +33,6 @@ no database driver of its own.
 
 from __future__ import annotations
 
-import ctypes
 import glob
 import logging
 import os
@@ -50,9 +49,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Callable, Iterator
+from typing import Iterator
 
 from core.common.errors import IanvsError
+from core.common.lifetime import die_with_parent
 # the docker backend's liveness check of a folder's owner pid serves the same sweep here
 
 __all__ = ["PostgresService", "PostgresDatabase", "PostgresUnavailable", "find_binaries", "sweep_stale",
@@ -66,7 +66,6 @@ SUPERUSER = "ianvs"
 TEMPLATE = "ianvs_template"
 _PREFIX = "ianvs-pg-"
 _NAME_RE = re.compile(r"[^a-z0-9_]")
-_PR_SET_PDEATHSIG = 1
 
 
 class PostgresUnavailable(IanvsError):
@@ -208,15 +207,6 @@ class PostgresService:
                  tb: TracebackType | None) -> None:
         self.close()
 
-    @staticmethod
-    def _death_signal() -> Callable[[], None]:
-        """A preexec function giving the server ``SIGQUIT`` when the harness dies (libc loaded
-        here, in the parent: the child between fork and exec only calls it)."""
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-
-        def _child() -> None:
-            prctl(_PR_SET_PDEATHSIG, int(signal.SIGQUIT), 0, 0, 0)
-        return _child
 
     def _run(self, argv: list[str], *, input_text: str | None = None, check: bool = True,
              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -296,7 +286,7 @@ class PostgresService:
                  "-c", f"lock_timeout={int(self.lock_timeout_s * 1000)}",
                  "-c", f"idle_in_transaction_session_timeout={int(self.idle_in_transaction_s * 1000)}"],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env={"LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"},
-                cwd="/", start_new_session=True, preexec_fn=self._death_signal(), **kwargs)
+                cwd="/", start_new_session=True, preexec_fn=die_with_parent(signal.SIGQUIT), **kwargs)
         finally:
             log.close()
         deadline = time.monotonic() + self.start_timeout
