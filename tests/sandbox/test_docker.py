@@ -220,11 +220,11 @@ def test_sweep_removes_labelled_leftovers(client) -> None:
 def test_sandbox_sweep_cli_removes_dead_runs_containers_and_never_a_live_ones(client) -> None:
     """Two runs on one machine are normal: ``ianvs sandbox sweep`` from one must not break the
     other (it once removed every labelled container)."""
-    from core.testenvmanager.sandbox.owners import pid_alive
+    from tests.processes import dead_pid
 
-    dead_pid = next(p for p in range(4_000_000, 4_100_000) if not pid_alive(p))
+    owner = f"{os.uname().nodename}:{dead_pid()}"
     dead = client.containers.create(BASE_IMAGE, ["sleep", "60"], network_mode="none",
-                                    labels={LABEL: "1", "io.ianvs.owner": f"{os.uname().nodename}:{dead_pid}"})
+                                    labels={LABEL: "1", "io.ianvs.owner": owner})
     try:
         with get_executor("docker", workers=1) as live:
             res = subprocess.run([sys.executable, "-m", "core.cmd.benchmarking", "sandbox", "sweep"],

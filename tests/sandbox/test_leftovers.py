@@ -29,6 +29,7 @@ from core.testenvmanager.sandbox import ExecRequest, leftovers  # noqa: E402
 from core.testenvmanager.sandbox.leases import UidLeaseError, acquire, lease_status  # noqa: E402
 from core.testenvmanager.sandbox.local import LocalExecutor  # noqa: E402
 from core.testenvmanager.sandbox.owners import owner_token  # noqa: E402
+from tests.processes import dead_pid  # noqa: E402
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="uid leases, cgroups and netns need root")
 
@@ -81,12 +82,6 @@ def _wait_gone(pid: int, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}"):
         time.sleep(0.02)
-
-
-def _dead_pid() -> int:
-    child = subprocess.Popen(["true"])
-    child.wait(timeout=10)
-    return child.pid
 
 
 def _orphan() -> dict:
@@ -184,7 +179,7 @@ def test_liveness_resists_pid_reuse(tmp_path: Path) -> None:
     found = {Path(i.name).name: i.alive for i in leftovers._scan(str(tmp_path), leftovers._SANDBOX_RE, "scratch")}
     started = leftovers.alive_since(os.getpid(), time.time() - 3600)
     assert found == {old.name: started, fresh.name: True}
-    assert not leftovers.alive_since(_dead_pid(), time.time())
+    assert not leftovers.alive_since(dead_pid(), time.time())
 
 
 @pytest.fixture
@@ -194,7 +189,7 @@ def netns_pair() -> Iterator[tuple[str, str]]:
 
     if os.geteuid() != 0 or shutil.which("ip") is None:
         pytest.skip("network namespaces need root and iproute2 ('ip')")
-    dead = leftovers.netns_name("t", pid=_dead_pid())
+    dead = leftovers.netns_name("t", pid=dead_pid())
     live = leftovers.netns_name("t")
     for name in (dead, live):
         subprocess.run(["ip", "netns", "add", name], check=True, capture_output=True, timeout=30)
@@ -235,7 +230,7 @@ def test_clean_removes_dead_owners_leftovers_and_keeps_live_ones(netns_pair: tup
     try:
         made = _orphan()
         pg_dir = _stale_postgres()
-        dead = _dead_pid()
+        dead = dead_pid()
         ctl = Path(tempfile.gettempdir()) / f"ianvs-docker-ctl-{dead}-test"
         ctl.mkdir()
         cache = tmp_path / "cache"
@@ -332,7 +327,7 @@ def test_clean_removes_only_dead_owners_containers() -> None:
     client = connect(DEFAULT_DOCKER_HOST, timeout=30)
     made = []
     try:
-        for pid in (_dead_pid(), os.getpid()):
+        for pid in (dead_pid(), os.getpid()):
             made.append(client.containers.run(
                 BASE_IMAGE, ["sleep", "120"], detach=True, network_mode="none",
                 labels={LABEL: "1", OWNER_LABEL: f"{socket.gethostname()}:{pid}"}))
