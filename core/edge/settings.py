@@ -194,7 +194,8 @@ def check_options(options: Mapping[str, Any], base_dir: Path | None = None) -> E
     except (ValueError, TypeError) as exc:
         raise OptionError("min_isolation", str(exc)) from None
     return EdgeSettings(
-        min_isolation=min_isolation, scheduler=address, tls=tls, node_backend=node_backend, nodes=tuple(nodes),
+        scheduler=address, tls=tls, node_backend=node_backend, nodes=tuple(nodes),
+        min_isolation=min_isolation,
         batch_size=_positive(options.get("batch_size", DEFAULT_BATCH), "batch_size", int),
         node_timeout=_positive(options.get("node_timeout", DEFAULT_NODE_TIMEOUT),
                                "node_timeout", float),

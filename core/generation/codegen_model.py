@@ -161,10 +161,10 @@ class CodegenModel:
         with progress_bar(total=total, desc=f"generate ({self.generator_name})", unit="sample",
                           enabled=getattr(context, "show_progress", True)) as bar:
             for seen, gen in enumerate(cached_generate(self._generator, requests, cache), 1):
-                if seen > cache.reused and speed.add(gen):
-                    bar.set_postfix_str(speed.text())
-                elif seen <= cache.reused:
+                if seen <= cache.reused:  # reused samples come first and are not timed
                     speed.restart()
+                elif speed.add(gen):
+                    bar.set_postfix_str(speed.text())
                 if gen.task_id not in position:
                     continue
                 got[gen.task_id].append(gen)

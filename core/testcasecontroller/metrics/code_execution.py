@@ -323,10 +323,10 @@ def _timeouts(records: list[Mapping[str, Any]], tasks: list[CodeTask], general: 
               executor: Executor, memory_mb: int, workspace: Path,
               known: dict[str, float]) -> list[float]:
     """Per-record timeout (order of ``records``, whose checked ``tasks`` are given): the
-    record's field, the fixed setting, or
-    calibrated against the record's reference solution (:func:`calibrate_timeouts`; identical
-    references are measured once; ``known`` holds this node's measurements by reference key,
-    is updated, and new ones are appended to ``calibration.jsonl``)."""
+    record's field, the fixed setting, or calibrated against the record's reference solution
+    (:func:`calibrate_timeouts`; identical references are measured once; ``known`` holds this
+    node's measurements by reference key, is updated, and new ones are appended to
+    ``calibration.jsonl``)."""
     setting = general.get("timeout", "auto")
     floor = float(general.get("timeout_floor", 3.0))
     factor = float(general.get("timeout_factor", 5.0))
