@@ -126,6 +126,10 @@ class ExecMode(str, enum.Enum):
     UNITTEST = "unittest"
 
 
+#: values of :attr:`ExecRequest.network`
+NETWORK_MODES: tuple[str, ...] = ("none", "loopback")
+
+
 def _check_relpath(path: str) -> None:
     parts = path.replace("\\", "/").split("/")
     if not path or path.startswith(("/", "\\")) or ".." in parts or "\x00" in path:
@@ -148,6 +152,13 @@ class ExecRequest:
     the sample's own definitions never reach the test there. ``grading`` picks the tier: default
     ``boundary`` for function mode, ``in_process`` otherwise (``boundary`` is only defined for
     function mode).
+
+    ``network`` is ``"none"`` (default: the sample cannot create ``AF_INET``/``AF_INET6``
+    sockets at all) or ``"loopback"`` (it may, on a loopback made for this request alone, in a
+    network namespace of its own that ends with the request: nothing a sample leaves in kernel
+    network state reaches a later one). ``read_paths`` are absolute paths the sample may read in
+    addition to the executor's read-only environment (a repository task's own view); nothing
+    else under the executor's request roots is visible to it.
     """
 
     id: str
@@ -164,6 +175,8 @@ class ExecRequest:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     helpers: str = ""
     grading: GradingTier | str | None = None
+    network: str = "none"
+    read_paths: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -175,6 +188,13 @@ class ExecRequest:
             raise ValueError(f"memory_mb must be an int >= 16, got {self.memory_mb!r}")
         for path in self.files:
             _check_relpath(path)
+        if self.network not in NETWORK_MODES:
+            raise ValueError(f"network must be one of {', '.join(NETWORK_MODES)}, got {self.network!r}")
+        paths = (self.read_paths,) if isinstance(self.read_paths, str) else tuple(self.read_paths)
+        for path in paths:
+            if not isinstance(path, str) or not path.startswith("/") or "\0" in path:
+                raise ValueError(f"read_paths must be absolute paths, got {path!r}")
+        object.__setattr__(self, "read_paths", paths)
         if self.mode is ExecMode.FUNCTION and not self.entry_point:
             raise ValueError("function mode needs an entry_point")
         if self.mode is not ExecMode.UNITTEST and not (self.program or self.test):
@@ -199,7 +219,8 @@ class ExecRequest:
         test and helpers) for the boundary tier. Metadata stays on the caller's side.
         """
         meta = {"timeout": float(self.timeout), "memory_mb": self.memory_mb,
-                "allow_subprocess": self.allow_subprocess, "grading": self.tier.value}
+                "allow_subprocess": self.allow_subprocess, "grading": self.tier.value,
+                "network": self.network, "read_paths": list(self.read_paths)}
         if self.tier is GradingTier.BOUNDARY:
             return meta, {
                 "cand": {"program": self.program, "entry_point": self.entry_point,
