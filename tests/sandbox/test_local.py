@@ -138,7 +138,7 @@ def test_network_namespace_has_only_loopback() -> None:
 def test_loopback_works_inside_namespace(backend) -> None:
     res = probe(backend, "import socket\nsrv = socket.socket()\nsrv.bind(('127.0.0.1', 0))\nsrv.listen()\n"
                           "c = socket.create_connection(srv.getsockname())\nconn, _ = srv.accept()\n"
-                          "c.sendall(b'hi')\nreturn conn.recv(2) == b'hi'")
+                          "c.sendall(b'hi')\nreturn conn.recv(2) == b'hi'", network="loopback")
     assert res.passed, res.detail
 
 

@@ -61,6 +61,7 @@ _VERDICTS = frozenset({"passed", "failed", "error", "syntax_error", "memory_exce
 _RESERVED_FD = 1000  # long-lived descriptors of the server (Landlock rules) live above this
 _LINGER = 0.5  # seconds a sample may take to exit by itself once its verdict is in
 _LOW_FD = 64  # a child parks the descriptors it passes on above this while arranging 0, 1, 2, ...
+_SLOT_FD = 900  # the per-slot memory groups' ``cgroup.procs`` descriptors live above this
 #: stdlib modules imported once by the server so children get them for free. Kept lean on purpose:
 #: every preloaded page makes each fork (page-table copy) and each exit slower.
 DEFAULT_PRELOAD = (
@@ -211,10 +212,39 @@ def _setup_cgroups(cfg: dict, facts: dict) -> None:
         _leave_cgroups(made)
         made = {}
     facts["cgroups"] = made
+    facts["slot_memory"] = _slot_groups(made.get("memory"), workers if made else 0, facts)
 
 
-def _leave_cgroups(made: dict) -> None:
-    """Move this process back to the parent groups, kill leftovers and remove the groups."""
+def _slot_groups(parent: str | None, workers: int, facts: dict) -> list[str]:
+    """One memory group per slot under the executor's (``<group>/slot<i>``): a sample joins its
+    slot's group before any untrusted code runs, so everything it makes the kernel hold for it
+    (anonymous memory, memfd and tmpfs pages, pipe buffers, and TCP buffers: setting
+    ``memory.kmem.tcp.limit_in_bytes`` turns their accounting on in cgroup v1) counts against
+    the request's ``memory_mb`` (set per request by :meth:`Server._slot_limit`). Empty when
+    there is no writable memory controller (the limit is then ``RLIMIT_AS`` alone)."""
+    if not parent:
+        return []
+    groups: list[str] = []
+    try:
+        for slot in range(workers):
+            path = os.path.join(parent, f"slot{slot}")
+            os.mkdir(path)
+            groups.append(path)
+    except OSError as exc:
+        facts["notes"].append(f"per-slot memory groups unavailable: {exc}")
+        for path in groups:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+        return []
+    return groups
+
+
+def _leave_cgroups(made: dict, slots: list[str] = ()) -> None:  # type: ignore[assignment]
+    """Move this process back to the parent groups, kill leftovers and remove the groups (the
+    per-slot groups ``slots`` first: a group with child groups cannot be removed)."""
+    groups = [*slots, *made.values()]
     for path in made.values():
         try:
             _write(os.path.join(os.path.dirname(path), "cgroup.procs"), str(os.getpid()))
@@ -222,7 +252,7 @@ def _leave_cgroups(made: dict) -> None:
             pass
     for _ in range(50):
         alive = False
-        for path in made.values():
+        for path in groups:
             try:
                 with open(os.path.join(path, "cgroup.procs")) as fh:
                     for pid in fh.read().split():
@@ -236,11 +266,33 @@ def _leave_cgroups(made: dict) -> None:
         if not alive:
             break
         time.sleep(0.01)
-    for path in made.values():
+    for path in groups:
         try:
             os.rmdir(path)
         except OSError:
             pass
+
+
+def sweep_uid(uid: int) -> None:
+    """Kill every process whose real or saved uid is ``uid`` (a slot's sample uid, which no
+    other process on the machine has: see ``leases``), wherever it went: another process
+    group, a new session, re-parented anywhere. Used after each request, so no process of a
+    sample serves a later one.
+
+    How: this process (root) takes ``uid`` as its real and effective uid, keeping the saved
+    uid 0, so the kernel's own permission check limits ``kill(-1, SIGKILL)`` to exactly that
+    uid's processes (root's effective capabilities are dropped while the effective uid is not
+    0); then it takes back uid 0. ``kill(-1)`` walks the task list under the lock ``fork``
+    needs to attach a child, and a fork that sees a pending SIGKILL fails, so one pass leaves
+    nothing that can run. The caller must be single-threaded (glibc changes every thread's
+    uids). About 20 microseconds."""
+    os.setresuid(uid, uid, -1)
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    finally:
+        os.setresuid(0, 0, -1)
 
 
 def _oom_kills(memory_cgroup: str) -> int:
@@ -305,7 +357,8 @@ class _Job:
     """Book-keeping for one request (server side only)."""
 
     __slots__ = ("seq", "meta", "fds", "pids", "slot", "workdir", "nonce", "start", "deadline",
-                 "mem", "status", "rusage", "timed_out", "killed", "setup_fd", "judge", "linger")
+                 "mem", "status", "rusage", "timed_out", "killed", "setup_fd", "judge", "linger",
+                 "oom0")
 
     def __init__(self, seq: int, meta: dict, fds: dict[str, int]) -> None:
         self.seq, self.meta, self.fds = seq, meta, fds
@@ -321,6 +374,7 @@ class _Job:
         self.setup_fd = -1
         self.judge = ""                     # boundary tier: "running", "done" or "died"
         self.linger = 0.0                   # verdict in: the sample may still exit by itself until
+        self.oom0 = -1                      # the slot group's OOM kill count when the job started
 
 
 class _Judge:
@@ -351,6 +405,14 @@ class Server:
         # in a container: the container's own memory group counts the OOM kills of its limit
         self.memory_cgroup = facts.get("cgroups", {}).get("memory") or cfg.get("oom_cgroup")
         self.oom_seen = _oom_kills(self.memory_cgroup) if self.memory_cgroup else -1
+        # per-slot memory groups: a child joins its slot's by writing "0" to this descriptor
+        self.slot_groups: list[str] = list(facts.get("slot_memory") or [])
+        self.slot_procs: list[int] = []
+        for path in self.slot_groups:
+            fd = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
+            self.slot_procs.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _SLOT_FD))
+            os.close(fd)
+        self.slot_limit: dict[int, int] = {}  # slot -> memory limit now set on its group
         self.pending: collections.deque[tuple[int, dict, dict[str, int]]] = collections.deque()
         self.jobs: dict[int, _Job] = {}  # pid -> job
         self.judges: dict[int, _Judge] = {}  # slot -> its judge
@@ -524,6 +586,12 @@ class Server:
         except (OSError, KeyError) as exc:
             self._abandon(job, pipes, f"could not prepare request: {exc!r}")
             return
+        if self.slot_groups:
+            try:
+                self._slot_limit(job)
+            except OSError as exc:
+                self._abandon(job, pipes, f"could not set the slot's memory limit: {exc}")
+                return
         job.start = time.monotonic()
         job.deadline = job.start + float(meta.get("timeout", 10.0))
         try:
@@ -558,6 +626,26 @@ class Server:
         for fd in [*pipes, *job.fds.values()]:
             os.close(fd)
         job.fds = {}
+
+    def _slot_limit(self, job: _Job) -> None:
+        """Set the slot group's limit to the request's ``memory_mb`` (only when it changes; the
+        swap limit is kept equal, so nothing escapes to swap; order matters because the kernel
+        keeps ``memsw >= limit``) and note the group's OOM kill count."""
+        group = self.slot_groups[job.slot]
+        limit = int(job.meta.get("memory_mb", 1024)) << 20
+        if self.slot_limit.get(job.slot) != limit:
+            memsw = os.path.join(group, "memory.memsw.limit_in_bytes")
+            names = ["memory.limit_in_bytes", "memory.kmem.tcp.limit_in_bytes"]
+            if os.path.exists(memsw):
+                raising = limit > self.slot_limit.get(job.slot, 0)
+                names = [memsw, *names] if raising else [*names, memsw]
+            for name in names:
+                path = os.path.join(group, name)
+                if name.startswith("memory.kmem.tcp") and not os.path.exists(path):
+                    continue
+                _write(path, str(limit))
+            self.slot_limit[job.slot] = limit
+        job.oom0 = _oom_kills(group)
 
     def _abandon(self, job: _Job, pipes: list[int], detail: str) -> None:
         for fd in [*pipes, *job.fds.values()]:
@@ -609,6 +697,8 @@ class Server:
                 self._write_files(workdir, payload.get("files") or {})
             os.chdir(workdir)
             self._limits(meta)
+            if role != "judge":
+                self._private_state(slot, meta)
             if self.facts["drop_uid"]:
                 uid = self.uid_base + slot + (self.workers if role == "judge" else 0)
                 os.setgroups([])
@@ -622,9 +712,10 @@ class Server:
             if policy is not None:
                 policy.apply(rw_dirs=[workdir] if role != "judge" else [])
             allow = bool(meta.get("allow_subprocess")) and role != "judge"
-            program = self.walls.get("seccomp_allow" if allow else "seccomp_deny")
+            inet = meta.get("network") == "loopback" and role != "judge"
+            program = self.walls.get("seccomp", {}).get((allow, inet))
             if program is not None:
-                self.walls["apply_seccomp"](program)
+                self.walls["apply_seccomp"](program, self_pid=os.getpid())
             # the payload, the setup channel, Landlock's descriptors and everything else
             os.closerange(len(fds) - (0 if role == "judge" else 1), 1 << 30)
             sys.argv[:] = ["sandbox"]
@@ -636,6 +727,25 @@ class Server:
             except OSError:
                 pass
             return None
+
+    def _private_state(self, slot: int, meta: dict) -> None:
+        """In a sample's child, still privileged: join the slot's memory group, and enter a
+        network namespace of its own when the request may use the network (``network:
+        loopback``), or when no seccomp filter can refuse ``AF_INET`` sockets. Kernel network
+        state a sample makes (listening ports, ``TIME_WAIT`` entries, socket buffers) then
+        dies with its namespace instead of reaching the next sample. Raises on failure."""
+        if self.slot_procs:
+            os.write(self.slot_procs[slot], b"0")
+        loopback = meta.get("network") == "loopback"
+        if loopback or not self.facts["seccomp"]:
+            if self.walls["libc"].unshare(_CLONE_NEWNET) != 0:
+                if loopback:
+                    raise OSError("no private network namespace for a network: loopback request")
+            else:
+                notes: list[str] = []
+                _loopback_up({"notes": notes})
+                if notes and loopback:
+                    raise OSError(notes[0])
 
     def _child(self, role: str, job: _Job, fds: list[int]) -> int:
         """Runs in a forked sample process: wall it in, then hand over to the harness."""
@@ -746,7 +856,10 @@ class Server:
     def _finished(self, jobs: list[_Job]) -> None:
         # escapees first: the freed slot's uids are about to be reused by the next request
         # (without a subprocess-allowing request, the seccomp filter forbids creating any)
-        if any(job.meta.get("allow_subprocess") for job in jobs) or not self.facts["seccomp"]:
+        if self.facts["drop_uid"]:
+            for job in jobs:  # every process of the slot's sample uid, wherever it went
+                sweep_uid(self.uid_base + job.slot)
+        elif any(job.meta.get("allow_subprocess") for job in jobs) or not self.facts["seccomp"]:
             self._kill_escapees()
         for job in jobs:
             self._finish_dir(job)
@@ -836,6 +949,10 @@ class Server:
                                             "(a forbidden system call, e.g. starting a process)"
             if sig == signal.SIGXCPU:
                 return "timeout", "CPU time limit exceeded"
+            if sig == signal.SIGKILL and role != "judge" and job.oom0 >= 0 and \
+                    _oom_kills(self.slot_groups[job.slot]) > job.oom0:
+                return "memory_exceeded", f"killed by the out-of-memory killer at the request's " \
+                                          f"{job.meta.get('memory_mb', 1024)} MB (slot memory group)"
             if sig == signal.SIGKILL and self.memory_cgroup and _oom_kills(self.memory_cgroup) > self.oom_seen:
                 self.oom_seen = _oom_kills(self.memory_cgroup)
                 return "memory_exceeded", "killed by the out-of-memory killer (executor cgroup limit)"
@@ -997,8 +1114,10 @@ def _prepare_walls(cfg: dict, facts: dict, walls_module, libc) -> dict:
         try:
             if walls_module.seccomp_available():
                 unix = bool(cfg.get("socket_dirs"))  # the explicit service-socket allowance
-                walls["seccomp_deny"] = walls_module.seccomp_program(allow_subprocess=False, allow_unix=unix)
-                walls["seccomp_allow"] = walls_module.seccomp_program(allow_subprocess=True, allow_unix=unix)
+                # (allow_subprocess, allow_inet) -> program; AF_INET only for network: loopback
+                walls["seccomp"] = {(sub, inet): walls_module.seccomp_program(
+                    allow_subprocess=sub, allow_unix=unix, allow_inet=inet)
+                    for sub in (False, True) for inet in (False, True)}
                 facts["seccomp"] = True
         except (OSError, ValueError) as exc:
             facts["notes"].append(f"seccomp unavailable: {exc}")
@@ -1073,7 +1192,7 @@ def main() -> int:
     finally:
         if scratch and not facts["mountns"]:  # a private mount namespace vanishes by itself
             sys.modules["_sandbox_mounts"].remove_tree(scratch)
-        _leave_cgroups(facts.get("cgroups", {}))
+        _leave_cgroups(facts.get("cgroups", {}), facts.get("slot_memory", []))
     return 0
 
 

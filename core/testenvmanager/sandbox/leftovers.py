@@ -120,10 +120,23 @@ def _cgroup_dirs(root: str) -> list[str]:
 
 
 def _cgroup_procs(path: str) -> list[int]:
+    """Processes in group ``path`` and in its direct child groups (a fork server's per-slot
+    memory groups ``slot<i>``)."""
+    pids: list[int] = []
+    for group in [path, *_child_groups(path)]:
+        try:
+            with open(os.path.join(group, "cgroup.procs")) as fh:
+                pids.extend(int(p) for p in fh.read().split())
+        except (OSError, ValueError):
+            pass
+    return pids
+
+
+def _child_groups(path: str) -> list[str]:
     try:
-        with open(os.path.join(path, "cgroup.procs")) as fh:
-            return [int(p) for p in fh.read().split()]
-    except (OSError, ValueError):
+        return [entry.path for entry in os.scandir(path)
+                if entry.is_dir(follow_symlinks=False)]
+    except OSError:
         return []
 
 
@@ -301,6 +314,8 @@ def remove_cgroup(path: str, timeout: float = 3.0) -> bool:
             except OSError:
                 pass
         try:
+            for child in _child_groups(path):  # child groups first: rmdir needs an empty group
+                os.rmdir(child)
             os.rmdir(path)
             return True
         except FileNotFoundError:
