@@ -27,10 +27,19 @@ Verdict record (judge only, written at offset 0 of fd 3)::
 protocol mid-test; the server refines it from the candidate's exit status). ``infra_error`` is
 written only while the judge is still setting up (reading its payload, running the task's
 helper and test code), before it has read a single byte from the candidate.
+
+Nothing the candidate sees depends on whether its answers were right (:func:`_rewrite_asserts`):
+every ``assert`` of the test is rewritten so that a failed one is recorded and the test goes on
+(the judge decides at the end: the first failure is the verdict, exactly as if the test had
+stopped there), the judge hangs up on the candidate before it computes the verdict, and an
+assert's message is evaluated only then, its candidate calls answered from the replies already
+recorded (:meth:`_Channel.hang_up`). What remains (control flow on results outside assert
+statements, timing of ``==`` itself) is described in docs/sandbox.md, "Cross-sample grading".
 """
 
 from __future__ import annotations
 
+import ast
 import builtins
 import os
 import sys
@@ -55,6 +64,11 @@ class CandidateAborted(BaseException):
 
 class CandidateDied(BaseException):
     """The candidate process ended, closed its channel or broke the protocol during the test."""
+
+
+class _NotReplayed(BaseException):
+    """After the hang-up: an assert's message called the candidate with arguments the test
+    never used, so there is no recorded reply to give it (the candidate is not asked)."""
 
 
 def _exc_text(exc: BaseException) -> tuple[str, str]:
@@ -163,13 +177,37 @@ def _rebuild_exception(name: str, message: str) -> BaseException:
     return CandidateError(f"{name}: {message}")
 
 
+#: bytes of replies the judge keeps for replaying them to assert messages after the hang-up
+_REPLAY_LIMIT = 8 << 20
+
+
 class _Channel:
-    """The judge's end of the pipes to the candidate (trusted side: validates every frame)."""
+    """The judge's end of the pipes to the candidate (trusted side: validates every frame).
+
+    Every call's reply is also kept, keyed by the encoded call (up to ``_REPLAY_LIMIT`` bytes,
+    the same constant work for every call): after :meth:`hang_up` the candidate is never asked
+    again, and a call made then (by an assert's message, evaluated only once the test is over)
+    gets the recorded reply to the same arguments or raises :class:`_NotReplayed`.
+    """
 
     def __init__(self, codec: Any, limits: Any, rfd: int, wfd: int) -> None:
         self.codec, self.limits, self.rfd, self.wfd = codec, limits, rfd, wfd
         self.violations: list[str] = []
         self.dead = ""
+        self.hung_up = False
+        self.frame = b""  # the raw bytes of the last message received
+        self.replies: dict[bytes, bytes] = {}
+        self.kept = 0
+
+    def hang_up(self) -> None:
+        """Close the channel to the candidate (it reads end of file); idempotent. The judge
+        owns this descriptor from the moment :func:`judge_main` starts and closes it here."""
+        if not self.hung_up:
+            self.hung_up = True
+            try:
+                os.close(self.wfd)
+            except OSError:
+                pass
 
     def receive(self, expected: tuple[str, ...]) -> tuple:
         if self.dead:
@@ -197,9 +235,12 @@ class _Channel:
         for item in message[-1][:5]:
             if type(item) is str and len(self.violations) < 5:
                 self.violations.append(item[:500])
+        self.frame = frame
         return message
 
     def call(self, args: tuple, kwargs: dict) -> Any:
+        if self.hung_up:
+            return self._replay(args, kwargs)
         if self.dead:
             raise CandidateDied(self.dead)
         codec = self.codec
@@ -208,13 +249,32 @@ class _Channel:
         except codec.EncodeError as exc:
             raise TypeError(f"a test argument cannot cross the data boundary: {exc}; grade this "
                             "task in-process (grading: in_process)") from None
-        mutable = {i for i, a in enumerate(args) if type(a) in _MUTABLE}  # may be updated in place
         try:
             codec.write_frame(self.wfd, data)
         except OSError:
             self.dead = "the candidate process ended"
             raise CandidateDied(self.dead) from None
         reply = self.receive(("ok", "raise"))
+        if self.kept < _REPLAY_LIMIT:
+            self.replies[data] = self.frame
+            self.kept += len(data) + len(self.frame)
+        return self._outcome(reply, args)
+
+    def _replay(self, args: tuple, kwargs: dict) -> Any:
+        """A call after the hang-up: the recorded reply to these arguments, never the candidate."""
+        codec = self.codec
+        try:
+            data = codec.encode(("call", args, kwargs), self.limits)
+        except codec.EncodeError:
+            raise _NotReplayed() from None
+        frame = self.replies.get(data)
+        if frame is None:
+            raise _NotReplayed()
+        return self._outcome(codec.decode(frame, self.limits), args)
+
+    def _outcome(self, reply: tuple, args: tuple) -> Any:
+        """The value of a call from its (validated) reply: raise the candidate's exception, or
+        apply its changes to mutable arguments in place and return its value."""
         if reply[0] == "raise":
             if type(reply[1]) is not str or type(reply[2]) is not str:
                 self.dead = "the candidate sent a malformed exception"
@@ -225,7 +285,9 @@ class _Channel:
             self.dead = "the candidate sent malformed argument changes"
             raise CandidateDied(self.dead)
         for index, new in changed.items():
-            if type(index) is int and index in mutable and type(new) is type(args[index]):
+            # only top-level list, dict, set and bytearray arguments may be updated in place
+            if type(index) is int and 0 <= index < len(args) and type(args[index]) in _MUTABLE \
+                    and type(new) is type(args[index]):
                 old = args[index]
                 if type(old) is dict:
                     old.clear()
@@ -275,6 +337,7 @@ def judge_loop(codec: Any, limits: dict, control: int = 3) -> int:
                 fds.frombytes(blob[:len(blob) - len(blob) % fds.itemsize])
         if not data:
             return 0
+        owned = list(fds)  # closed below, except what judge_main takes over
         try:
             import json
 
@@ -299,9 +362,10 @@ def judge_loop(codec: Any, limits: dict, control: int = 3) -> int:
             size = os.fstat(payload_fd).st_size
             payload = marshal.loads(os.pread(payload_fd, size, 0)) if size else {}
             payload["limits"] = limits
+            owned.remove(to_candidate)  # judge_main closes it (hangs up) before its verdict
             judge_main(payload, codec, str(request["nonce"]), verdict_fd, from_candidate, to_candidate)
         finally:
-            for fd in fds:
+            for fd in owned:
                 try:
                     os.close(fd)
                 except OSError:
@@ -317,26 +381,237 @@ def _make_proxy(channel: _Channel, name: str) -> Callable[..., Any]:
     return candidate
 
 
-_CODE_CACHE: dict[tuple[str, str], Any] = {}
+# ------------------------------------------------------------------- assert statements, rewritten
+#: the one global name the rewritten test code uses; not an identifier, so no test can bind it
+_LOG = "<judge>"
+#: one entry per rewritten assert: (line, code of ``lambda <captured names>: <msg>`` or None)
+_Sites = tuple[tuple[int, Any], ...]
 
 
-def _compiled(source: str, name: str) -> Any:
-    """Compiled trusted code, cached by its text: a judge runs the same task's test for every
-    sample of that task (code objects are immutable, so sharing them is safe). Bounded."""
-    key = (name, source)
-    code = _CODE_CACHE.get(key)
-    if code is None:
-        code = compile(source, name, "exec")
+class _AssertLog:
+    """One request's record of its rewritten assert statements (bound to ``_LOG``).
+
+    Each rewritten assert calls exactly one method, whatever its outcome: :meth:`passed`,
+    :meth:`fail` (false) or :meth:`error` (evaluating it raised). Each does the same constant,
+    small work for every assert (the first failure keeps a site number, a reference to the
+    exception or to the values the message needs; nothing is formatted and nothing of the
+    message is evaluated while the test runs), so the time between two calls the candidate sees
+    does not depend on whether its answer was right. :meth:`first` builds the verdict at the end.
+    """
+
+    __slots__ = ("sites", "failures", "site", "captured", "exc")
+    #: exceptions that still end the test at once: the candidate is gone; a generator is closed
+    passthrough = (CandidateDied, GeneratorExit)
+    everything = BaseException
+
+    def __init__(self, sites: _Sites) -> None:
+        self.sites = sites
+        self.failures = 0
+        self.site = -1
+        self.captured: tuple | None = None
+        self.exc: BaseException | None = None
+
+    def passed(self, site: int) -> None:
+        """The assert at ``site`` held (does nothing: both outcomes cost one method call)."""
+
+    def fail(self, site: int, captured: tuple | None = None) -> None:
+        """The assert at ``site`` was false; ``captured`` holds the values of the names its
+        message uses (by reference, as they are now)."""
+        if not self.failures:
+            self.site, self.captured = site, captured
+        self.failures += 1
+
+    def error(self, site: int) -> None:
+        """Evaluating the assert at ``site`` raised (the exception being handled)."""
+        if not self.failures:
+            self.site, self.exc = site, sys.exc_info()[1]
+        self.failures += 1
+
+    def first(self, namespace: dict) -> BaseException | None:
+        """The first failure as the exception its assert statement would have raised, or None.
+
+        Called once the test is over (after the hang-up): only now is the message of that
+        assert evaluated, from the captured values, and an exception it raises is the failure
+        instead (as it would have been in place). Its candidate calls get recorded replies.
+        """
+        if not self.failures:
+            return None
+        if self.exc is not None:
+            return self.exc
+        code = self.sites[self.site][1]
+        if code is None:
+            return AssertionError()
+        try:
+            message = eval(code, namespace)(*(self.captured or ()))
+        except _NotReplayed:
+            message = ("<not evaluated: the message calls the candidate with arguments the test "
+                       "did not call it with>")
+        except BaseException as exc:  # noqa: BLE001 - a raising message is the failure
+            return exc
+        return AssertionError(message)
+
+    def clear(self) -> None:
+        """Drop the references a failure holds (exception, frames, captured values)."""
+        self.captured = self.exc = None
+
+
+def _message_names(msg: ast.expr) -> list[str] | None:
+    """The names an assert message reads from its scope (names it binds itself, in a
+    comprehension, lambda or ``:=``, excluded), or None when the message must be evaluated in
+    place because it contains ``yield`` or ``await``."""
+    loads: list[str] = []
+    bound: set[str] = set()
+    for node in ast.walk(msg):
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
+            return None
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loads.append(node.id)
+        elif isinstance(node, ast.Name):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return [name for name in dict.fromkeys(loads) if name not in bound]
+
+
+def _guarded_asserts(tree: ast.Module) -> set[int]:
+    """``id()`` of the assert statements left as they are: those a ``try`` with handlers or a
+    ``with`` block (a context manager may swallow exceptions) of the test itself surrounds,
+    directly or through a function of the test called by name from inside one. The test can
+    catch what they raise, so they must raise it."""
+    try_types = (ast.Try, getattr(ast, "TryStar", ast.Try))
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    defined = {node.name for node in ast.walk(tree) if isinstance(node, functions)}
+    guarded_functions: set[str] = set()
+    while True:
+        found: set[int] = set()
+        called: set[str] = set()
+        stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+        while stack:
+            node, guarded = stack.pop()
+            if isinstance(node, functions) and node.name in guarded_functions:
+                guarded = True
+            if guarded:
+                if isinstance(node, ast.Assert):
+                    found.add(id(node))
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                        and node.func.id in defined:
+                    called.add(node.func.id)
+            if isinstance(node, try_types) and node.handlers:
+                stack.extend((child, True) for child in node.body)
+                stack.extend((child, guarded) for child in [*node.handlers, *node.orelse,
+                                                            *node.finalbody])
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                stack.extend((child, guarded) for child in node.items)
+                stack.extend((child, True) for child in node.body)
+            else:
+                stack.extend((child, guarded) for child in ast.iter_child_nodes(node))
+        if called <= guarded_functions:
+            return found
+        guarded_functions |= called
+
+
+class _AssertRewriter(ast.NodeTransformer):
+    """Rewrites ``assert test, msg`` (at site ``i``) into::
+
+        try:
+            if test:
+                <judge>.passed(i)
+            else:
+                <judge>.fail(i, (name, ...))      # the names msg reads; (msg,) if msg yields
+        except <judge>.passthrough:
+            raise
+        except <judge>.everything:
+            <judge>.error(i)
+
+    Statement level, in the assert's own scope (class bodies, ``:=`` and ``yield`` in the test
+    keep their meaning); ``msg`` becomes a separate ``lambda name, ...: msg``, compiled once."""
+
+    def __init__(self, filename: str, guarded: set[int]) -> None:
+        self.filename, self.guarded = filename, guarded
+        self.sites: list[tuple[int, Any]] = []
+
+    def visit_Assert(self, node: ast.Assert) -> ast.stmt:  # noqa: N802 - ast visitor name
+        if id(node) in self.guarded:
+            return node
+        site = len(self.sites)
+
+        def log(method: str) -> ast.Attribute:
+            return ast.Attribute(value=ast.Name(id=_LOG, ctx=ast.Load()), attr=method,
+                                 ctx=ast.Load())
+
+        def report(method: str, *args: ast.expr) -> ast.stmt:
+            return ast.Expr(value=ast.Call(func=log(method), args=[ast.Constant(value=site), *args],
+                                           keywords=[]))
+
+        code, captured = None, []
+        if node.msg is not None:
+            names = _message_names(node.msg)
+            if names is None:  # yield/await: evaluated where it stands, on failure only
+                params, values = ["message"], [node.msg]
+                body: ast.expr = ast.copy_location(ast.Name(id="message", ctx=ast.Load()), node.msg)
+            else:
+                params, values = names, [ast.Name(id=n, ctx=ast.Load()) for n in names]
+                body = node.msg
+            arguments = ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in params],
+                                      vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                      defaults=[])
+            lam = ast.copy_location(ast.Lambda(args=arguments, body=body), node.msg)
+            code = compile(ast.fix_missing_locations(ast.Expression(body=lam)), self.filename,
+                           "eval")
+            captured = [ast.Tuple(elts=values, ctx=ast.Load())]
+        self.sites.append((node.lineno, code))
+        check = ast.If(test=node.test, body=[report("passed")], orelse=[report("fail", *captured)])
+        reraise = ast.Raise(exc=None, cause=None)
+        guard = ast.Try(body=[check], orelse=[], finalbody=[], handlers=[
+            ast.ExceptHandler(type=log("passthrough"), name=None, body=[reraise]),
+            ast.ExceptHandler(type=log("everything"), name=None, body=[report("error")])])
+        return ast.fix_missing_locations(ast.copy_location(guard, node))
+
+
+def _rewrite_asserts(source: str, filename: str) -> tuple[Any, _Sites]:
+    """Compile the task's test with its assert statements rewritten (see :class:`_AssertLog`,
+    :class:`_AssertRewriter`): the judge makes every call whatever the earlier answers were.
+    Line numbers stay those of the source. Raises SyntaxError like :func:`compile`."""
+    tree = ast.parse(source, filename, "exec")
+    rewriter = _AssertRewriter(filename, _guarded_asserts(tree))
+    tree = ast.fix_missing_locations(rewriter.visit(tree))
+    return compile(tree, filename, "exec"), tuple(rewriter.sites)
+
+
+_CODE_CACHE: dict[tuple[str, bool, str], tuple[Any, _Sites]] = {}
+
+
+def _compiled(source: str, name: str, rewrite: bool = False) -> tuple[Any, _Sites]:
+    """Compiled trusted code and its assert sites, cached by its text: a judge runs the same
+    task's test for every sample of that task (code objects are immutable, so sharing them is
+    safe; the rewrite is done once per distinct text). ``rewrite`` rewrites the asserts (the
+    test; never the helpers). Bounded."""
+    key = (name, rewrite, source)
+    entry = _CODE_CACHE.get(key)
+    if entry is None:
+        entry = _rewrite_asserts(source, name) if rewrite else (compile(source, name, "exec"), ())
         if len(_CODE_CACHE) >= 512:
             _CODE_CACHE.clear()
-        _CODE_CACHE[key] = code
-    return code
+        _CODE_CACHE[key] = entry
+    return entry
 
 
 def judge_main(payload: dict, codec: Any, nonce: str, verdict_fd: int = 3,
                from_candidate: int = 4, to_candidate: int = 5) -> int:
-    """Run the task's test against the candidate across the boundary; write the verdict."""
+    """Run the task's test against the candidate across the boundary; write the verdict.
+
+    Takes over ``to_candidate``: it is closed (the judge hangs up) as soon as the test is over,
+    before the verdict is computed, and in every case before this returns; the caller closes
+    the other descriptors. The test's asserts are rewritten (:func:`_rewrite_asserts`): the
+    verdict is the first failed assert if any (whatever happened after it: a later exception,
+    even the candidate's death), else what ended ``check`` (an exception outside an assert
+    statement, ``CandidateDied``), else ``passed``; statuses and details as an unmodified test
+    stopping at that point would give.
+    """
     perf = time.perf_counter
+    channel: _Channel | None = None
+    namespace: dict = {}
+    log: _AssertLog | None = None
 
     def report(status: str, elapsed: float, detail: str) -> int:
         record = f"{nonce} {status} {elapsed:.6f}\n".encode("ascii")
@@ -344,46 +619,78 @@ def judge_main(payload: dict, codec: Any, nonce: str, verdict_fd: int = 3,
         os.pwrite(verdict_fd, record, 0)
         return 0
 
-    # ---- setup: trusted code only, nothing read from the candidate yet -----------------------
     try:
-        limits = codec.Limits(**payload.get("limits", {}))
-        # a fresh copy for every test: this process runs many tests one after the other
-        namespace: dict = {"__name__": "__judge__", "__builtins__": dict(_BUILTINS)}
-        helpers = payload.get("helpers") or ""
-        if helpers:
-            exec(_compiled(helpers, "<helpers>"), namespace)
-        exec(_compiled(payload.get("test") or "", "<test>"), namespace)
-        check = namespace.get("check")
-        if not callable(check):
-            return report("infra_error", 0.0, "the test code defines no check(candidate)")
-        channel = _Channel(codec, limits, from_candidate, to_candidate)
-        entry = str(payload["entry_point"])
-        proxy = _make_proxy(channel, entry)
-        namespace[entry] = proxy  # a test that calls the entry point by name reaches the candidate
-    except BaseException as exc:  # noqa: BLE001
-        name, message = _exc_text(exc)
-        return report("infra_error", 0.0, f"the task's test or helper code failed: {name}: {message}")
+        # ---- setup: trusted code only, nothing read from the candidate yet -------------------
+        try:
+            limits = codec.Limits(**payload.get("limits", {}))
+            channel = _Channel(codec, limits, from_candidate, to_candidate)
+            # a fresh copy for every test: this process runs many tests one after the other
+            namespace.update({"__name__": "__judge__", "__builtins__": dict(_BUILTINS)})
+            helpers = payload.get("helpers") or ""
+            if helpers:
+                exec(_compiled(helpers, "<helpers>")[0], namespace)
+            code, sites = _compiled(payload.get("test") or "", "<test>", rewrite=True)
+            log = namespace[_LOG] = _AssertLog(sites)
+            exec(code, namespace)
+            if log.failures:  # an assert at the test's top level failed: reported below
+                raise AssertionError()
+            check = namespace.get("check")
+            if not callable(check):
+                return report("infra_error", 0.0, "the test code defines no check(candidate)")
+            entry = str(payload["entry_point"])
+            proxy = _make_proxy(channel, entry)
+            namespace[entry] = proxy  # a test calling the entry point by name reaches the candidate
+        except BaseException as exc:  # noqa: BLE001
+            top = log.first(namespace) if log is not None else None  # a failed top-level assert
+            name, message = _exc_text(exc if top is None else top)
+            return report("infra_error", 0.0,
+                          f"the task's test or helper code failed: {name}: {message}")
 
-    # ---- grading: from here on everything is the sample's outcome --------------------------------
-    t0 = perf()
-    status, detail = "error", ""
-    try:
-        first = channel.receive(("ready", "load"))
-        if first[0] == "load":
-            status = first[1] if first[1] in ("syntax_error", "error", "failed", "memory_exceeded",
-                                              "sandbox_violation") else "error"
-            detail = f"{first[2]}: {first[3]}"
+        # ---- grading: from here on everything is the sample's outcome ----------------------------
+        t0 = perf()
+        loaded: tuple | None = None
+        ended: BaseException | None = None  # what ended check() early, if anything did
+        try:
+            first = channel.receive(("ready", "load"))
+            if first[0] == "load":
+                loaded = first
+            else:
+                t0 = perf()
+                check(proxy)
+        except BaseException as exc:  # noqa: BLE001 - graded below, once the candidate is gone
+            ended = exc
+        elapsed = perf() - t0
+        channel.hang_up()  # the test is over: nothing below can reach the candidate
+        if loaded is not None:
+            status = loaded[1] if loaded[1] in ("syntax_error", "error", "failed",
+                                                "memory_exceeded", "sandbox_violation") else "error"
+            detail = f"{loaded[2]}: {loaded[3]}"
         else:
-            t0 = perf()
-            check(proxy)
-            status = "passed"
-    except CandidateDied as exc:
-        status, detail = "candidate_died", str(exc)
-    except BaseException as exc:  # noqa: BLE001
-        status = _load_status(exc)
-        name, message = _exc_text(exc)
-        detail = f"{name}: {message}"
-    elapsed = perf() - t0
-    if channel.violations:
-        status, detail = "sandbox_violation", channel.violations[0]
-    return report(status, elapsed, detail)
+            failure = log.first(namespace)  # the first failed assert comes first
+            if failure is None:
+                failure = ended
+            if failure is None:
+                status, detail = "passed", ""
+            elif isinstance(failure, CandidateDied):
+                status, detail = "candidate_died", str(failure)
+            else:
+                status = _load_status(failure)
+                name, message = _exc_text(failure)
+                detail = f"{name}: {message}"
+            failure = ended = None
+        if channel.violations:
+            status, detail = "sandbox_violation", channel.violations[0]
+        return report(status, elapsed, detail)
+    finally:
+        if channel is not None:
+            channel.hang_up()
+        else:
+            try:
+                os.close(to_candidate)
+            except OSError:
+                pass
+        # free what the test left (a failure's traceback keeps its frames, which keep this
+        # namespace) now, by reference counting, not in a later request's garbage collection
+        if log is not None:
+            log.clear()
+        namespace.clear()
