@@ -62,6 +62,9 @@ _RESERVED_FD = 1000  # long-lived descriptors of the server (Landlock rules) liv
 _LINGER = 0.5  # seconds a sample may take to exit by itself once its verdict is in
 _LOW_FD = 64  # a child parks the descriptors it passes on above this while arranging 0, 1, 2, ...
 _SLOT_FD = 900  # the per-slot memory groups' ``cgroup.procs`` descriptors live above this
+#: a verdict record's header: "<nonce, 32 hex> <status> <seconds>\n" fits in this many bytes
+_RECORD_HEAD = 96
+_RECORD_ZEROS = bytes(_RECORD_HEAD)
 #: stdlib modules imported once by the server so children get them for free. Kept lean on purpose:
 #: every preloaded page makes each fork (page-table copy) and each exit slower.
 DEFAULT_PRELOAD = (
@@ -413,6 +416,7 @@ class Server:
             self.slot_procs.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _SLOT_FD))
             os.close(fd)
         self.slot_limit: dict[int, int] = {}  # slot -> memory limit now set on its group
+        self.record_buf = bytearray(_RECORD_HEAD)  # see _record
         self.pending: collections.deque[tuple[int, dict, dict[str, int]]] = collections.deque()
         self.jobs: dict[int, _Job] = {}  # pid -> job
         self.judges: dict[int, _Judge] = {}  # slot -> its judge
@@ -912,12 +916,20 @@ class Server:
 
     # -- grading ---------------------------------------------------------------------------
     def _record(self, job: _Job) -> tuple[str, float, int] | None:
-        """(status, exec_time, header length) from the verdict memfd, or None."""
+        """(status, exec_time, header length) from the verdict memfd, or None.
+
+        Only the header line is ever copied into this process's heap: the record is read into
+        one fixed buffer, the header is taken from it and the buffer is zeroed again, so no
+        byte of a detail (an assertion message may name an expected value) stays in memory
+        that later forked children inherit."""
+        buf = self.record_buf
         try:
-            head = os.pread(job.mem["verdict"], 160, 0)
+            size = os.preadv(job.mem["verdict"], [buf], 0)
         except OSError:
             return None
-        line, sep, _rest = head.partition(b"\n")
+        end = buf.find(b"\n", 0, size)
+        line, sep = (bytes(buf[:end]), b"\n") if end >= 0 else (b"", b"")
+        buf[:] = _RECORD_ZEROS
         parts = line.split(b" ")
         if not sep or len(parts) != 3 or parts[0] != job.nonce.encode("ascii"):
             return None
