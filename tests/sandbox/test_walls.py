@@ -150,9 +150,10 @@ def _syscall(name: str, *args: int) -> tuple[int, int]:
     return res, ctypes.get_errno()
 
 
-def _seccomp_only(allow_subprocess: bool, action: Callable[[], object]) -> Callable[[], object]:
+def _seccomp_only(allow_subprocess: bool, action: Callable[[], object], *,
+                  allow_inet: bool = False) -> Callable[[], object]:
     def body() -> object:
-        walls.apply_seccomp(walls.seccomp_program(allow_subprocess))
+        walls.apply_seccomp(walls.seccomp_program(allow_subprocess, allow_inet=allow_inet), os.getpid())
         return action()
     return body
 
@@ -235,8 +236,8 @@ def test_program_structure(arch: str, allow: bool) -> None:
 def test_program_decisions_emulated(arch: str) -> None:
     """Both architectures' programs, checked in a BPF interpreter (aarch64 cannot run here)."""
     nr, audit = _TEST_NR[arch], _AUDIT[arch]
-    strict = walls.seccomp_program(False, arch)
-    loose = walls.seccomp_program(True, arch)
+    strict = walls.bind_self_pid(walls.seccomp_program(False, arch), 4242)
+    loose = walls.bind_self_pid(walls.seccomp_program(True, arch), 4242)
     for prog in (strict, loose):
         assert _bpf_run(prog, nr["getpid"], audit) == _ALLOW
         assert _bpf_run(prog, nr["read"], audit) == _ALLOW
@@ -246,8 +247,8 @@ def test_program_decisions_emulated(arch: str) -> None:
         assert _bpf_run(prog, nr["clone3"], audit) == _errno_ret(errno.ENOSYS)
         assert _bpf_run(prog, nr["shmget"], audit) == _errno_ret(errno.EPERM)
         assert _bpf_run(prog, nr["mq_open"], audit) == _errno_ret(errno.EPERM)
-        assert _bpf_run(prog, nr["socket"], audit, (socket.AF_INET,)) == _ALLOW
-        assert _bpf_run(prog, nr["socket"], audit, (socket.AF_INET6,)) == _ALLOW
+        assert _bpf_run(prog, nr["socket"], audit, (socket.AF_INET,)) == _errno_ret(errno.EACCES)
+        assert _bpf_run(prog, nr["socket"], audit, (socket.AF_INET6,)) == _errno_ret(errno.EACCES)
         assert _bpf_run(prog, nr["socket"], audit, (socket.AF_UNIX,)) == _errno_ret(errno.EACCES)
         assert _bpf_run(prog, nr["socket"], audit, (16,)) == _errno_ret(errno.EACCES)  # netlink
         assert _bpf_run(prog, nr["socketpair"], audit, (socket.AF_UNIX,)) == _ALLOW
@@ -257,6 +258,15 @@ def test_program_decisions_emulated(arch: str) -> None:
             assert _bpf_run(prog, nr["clone"], audit, (ns | _SIGCHLD,)) == _KILL
             assert _bpf_run(prog, nr["clone"], audit, (ns | _CLONE_THREAD | 0x900,)) == _KILL
         assert _bpf_run(prog, nr["clone"], audit, (0x3D0F00,)) == _ALLOW  # pthread_create flags
+    for allow in (False, True):
+        for unix in (False, True):
+            prog = walls.bind_self_pid(
+                walls.seccomp_program(allow, arch, allow_unix=unix, allow_inet=True), 4242)
+            assert _bpf_run(prog, nr["socket"], audit, (socket.AF_INET,)) == _ALLOW
+            assert _bpf_run(prog, nr["socket"], audit, (socket.AF_INET6,)) == _ALLOW
+            assert _bpf_run(prog, nr["socket"], audit, (socket.AF_UNIX,)) == (
+                _ALLOW if unix else _errno_ret(errno.EACCES))
+            assert _bpf_run(prog, nr["socket"], audit, (16,)) == _errno_ret(errno.EACCES)
     assert _bpf_run(strict, nr["clone"], audit, (_SIGCHLD | 0x01200000,)) == _KILL  # fork()
     assert _bpf_run(loose, nr["clone"], audit, (_SIGCHLD | 0x01200000,)) == _ALLOW
     assert _bpf_run(strict, nr["execve"], audit) == _KILL
@@ -394,7 +404,8 @@ def test_x32_syscalls_killed() -> None:
 
 
 @pytest.mark.usefixtures("need_seccomp")
-def test_sockets() -> None:
+@pytest.mark.parametrize("inet", [False, True], ids=["default", "allow_inet"])
+def test_sockets(inet: bool) -> None:
     def action() -> str:
         results = {
             "unix": _errno_of(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close()),
@@ -416,13 +427,16 @@ def test_sockets() -> None:
         results["socketpair"] = _errno_of(pair)
         return json.dumps(results)
 
-    status, report = run_child(_seccomp_only(False, action))
+    status, report = run_child(_seccomp_only(False, action, allow_inet=inet))
     assert_exit0(status, report)
     results = json.loads(report)
     assert results["unix"] == results["unix-abstract"] == "EACCES"
     assert results["netlink"] == results["packet"] == "EACCES"
-    assert results["inet"] == results["inet-udp"] == "ok"
-    assert results["inet6"] in ("ok", "EAFNOSUPPORT")  # IPv6 may be disabled on the host
+    if inet:
+        assert results["inet"] == results["inet-udp"] == "ok"
+        assert results["inet6"] in ("ok", "EAFNOSUPPORT")  # IPv6 may be disabled on the host
+    else:
+        assert results["inet"] == results["inet-udp"] == results["inet6"] == "EACCES"
     assert results["socketpair"] == "ok"
 
 
@@ -683,7 +697,7 @@ def test_both_walls_with_subprocess(layout: dict[str, Path]) -> None:
     try:
         def body() -> str:
             policy.apply(rw_dirs=[str(layout["rw"])])
-            walls.apply_seccomp(program)
+            walls.apply_seccomp(program, os.getpid())
             good = subprocess.run(["/bin/cat", str(layout["ro"] / "data.txt")], capture_output=True, check=False)
             bad = subprocess.run(["/bin/cat", str(layout["outside"] / "secret.txt")], capture_output=True,
                                  check=False)
@@ -705,7 +719,7 @@ def test_both_walls_strict_still_kills_fork(layout: dict[str, Path]) -> None:
     try:
         def body() -> object:
             policy.apply(rw_dirs=[str(layout["rw"])])
-            walls.apply_seccomp(program)
+            walls.apply_seccomp(program, os.getpid())
             return _fork_and_reap()
 
         assert_sigsys(*run_child(body, no_core=True))
@@ -729,7 +743,7 @@ def test_walls_after_dropping_to_unprivileged_uid() -> None:
                 os.setuid(65534)
             controls = _outcome(lambda: _read(allowed_file)) + _outcome(lambda: _read("/etc/passwd"))
             policy.apply()
-            walls.apply_seccomp(program)
+            walls.apply_seccomp(program, os.getpid())
             return " ".join([
                 str(os.geteuid() != 0),
                 controls,
