@@ -167,13 +167,13 @@ def test_readers_see_a_mark_left_in_their_own_request(bare_backend, channel: str
 
 
 @pytest.mark.parametrize("network", ["none", "loopback"])
-def test_no_process_of_a_sample_outlives_its_request(executor, network: str) -> None:
+def test_no_process_of_a_sample_outlives_its_request(bare_backend, network: str) -> None:
     """An escaped grandchild (new session, re-parented) is gone as soon as its request's
     result is back: nothing of the executor's sample uids runs afterwards."""
-    if executor.isolation < IsolationLevel.FULL:
+    if bare_backend.isolation < IsolationLevel.FULL:
         pytest.skip("needs per-slot uids (root)")
     writer = _request("esc", _writer("escaped_process"), CHECK_WRITER, network, True)
-    (res,) = list(executor.run([writer]))
+    (res,) = list(bare_backend.run([writer]))
     assert res.outcome is Outcome.PASSED, res.detail
     ranges = own_sample_uids()
     assert ranges, "no uid lease found for this test's executor"

@@ -641,7 +641,7 @@ class Server:
             memsw = os.path.join(group, "memory.memsw.limit_in_bytes")
             names = ["memory.limit_in_bytes", "memory.kmem.tcp.limit_in_bytes"]
             if os.path.exists(memsw):
-                raising = limit > self.slot_limit.get(job.slot, 0)
+                raising = limit > self.slot_limit.get(job.slot, 1 << 62)  # new groups: unlimited
                 names = [memsw, *names] if raising else [*names, memsw]
             for name in names:
                 path = os.path.join(group, name)
