@@ -91,6 +91,22 @@ SCRIPT = textwrap.dedent("""
         os.close(w)
         out["child"] = json.loads(os.read(r, 4096))
         os.waitpid(child, 0)
+        r, w = os.pipe()
+        child = os.fork()
+        if child == 0:  # a capset that silently did nothing: the check refuses to go on
+            os.setgroups([])
+            os.setgid(victim)
+            os.setuid(victim)
+            fs._CAPS.set = lambda *sets: None
+            try:
+                fs._CAPS.clear()
+                os.write(w, b"cleared")
+            except PermissionError as exc:
+                os.write(w, str(exc).encode())
+            os._exit(0)
+        os.close(w)
+        out["unchecked_child"] = os.read(r, 4096).decode()
+        os.waitpid(child, 0)
     try:
         fs.sweep_uid(victim)
     except OSError as exc:
@@ -161,6 +177,7 @@ def test_container_server_keeps_its_uid_and_capabilities_and_sweeps() -> None:
     assert before["CapEff"] == SERVER_CAPS, before
     assert child_uids == [out["victim"]] * 3
     assert all(after[key] == 0 for key in ("CapEff", "CapPrm", "CapInh", "CapAmb")), after
+    assert out["unchecked_child"].startswith("capabilities left after dropping them"), out["unchecked_child"]
     assert out["victims_running"] == [False, False], out
     assert out["bystanders_running"] == [True, True], out
     assert out["uids"] == [server] * 3 and out["caps"]["CapEff"] == SERVER_CAPS
