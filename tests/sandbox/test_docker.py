@@ -6,20 +6,24 @@ reason only where the engine cannot run (no root).
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from core.testenvmanager.sandbox import ExecRequest, IsolationLevel, Outcome, get_executor
-from core.testenvmanager.sandbox.images import (BASE_IMAGE, CONTAINER_USER, DEFAULT_DOCKER_HOST,
-                                                LABEL, ImageError, connect, sweep, task_image)
+from core.testenvmanager.sandbox.container import SERVER_CAPS, START_USER
+from core.testenvmanager.sandbox.images import (BASE_IMAGE, DEFAULT_DOCKER_HOST, LABEL, ImageError,
+                                                connect, sweep, task_image)
+from core.testenvmanager.sandbox.leases import FIRST_UID, lease_status
 
 from .conftest import CHECK_ADD, GOOD_PROGRAM, run_one
 from .docker_env import require_docker
@@ -54,9 +58,11 @@ def test_warm_containers_are_locked_down(client, warm) -> None:
     host = cfg["HostConfig"]
     assert host["NetworkMode"] == "none" and list(cfg["NetworkSettings"]["Networks"]) == ["none"]
     assert host["ReadonlyRootfs"] is True
-    assert host["CapDrop"] == ["ALL"] and not host.get("CapAdd")
+    # root only to hand out uids: the capabilities to do so and to clean up after other uids
+    assert host["CapDrop"] == ["ALL"] and sorted(host["CapAdd"]) == sorted(SERVER_CAPS)
+    assert not {"SYS_ADMIN", "SYS_PTRACE", "SYS_RESOURCE", "SYS_NICE", "SETPCAP"} & set(host["CapAdd"])
     assert "no-new-privileges" in host["SecurityOpt"]
-    assert cfg["Config"]["User"] == CONTAINER_USER and not CONTAINER_USER.startswith("0")
+    assert cfg["Config"]["User"] == START_USER
     assert host["PidsLimit"] and host["PidsLimit"] > 0
     assert host["Memory"] == host["MemorySwap"] == (2 * 1024 + 256) << 20
     assert host["NanoCpus"] == 2 * 10**9
@@ -68,23 +74,188 @@ def test_warm_containers_are_locked_down(client, warm) -> None:
     assert os.listdir(mounts["/run/ianvs"]["Source"]) == []
 
 
-def test_sample_runs_as_the_non_root_user_without_capabilities(warm) -> None:
-    probe = ("def probe():\n    import os\n"
-             "    caps = [l for l in open('/proc/self/status') if l.startswith('CapEff')]\n"
-             "    return os.getuid() == 10001 and caps == ['CapEff:\\t0000000000000000\\n']\n")
-    res = run_one(warm, program=probe, test="def check(c):\n    assert c()\n", entry_point="probe",
-                  grading="in_process")
-    # /proc may be refused by the walls; then the uid check alone must hold
-    if res.outcome is Outcome.SANDBOX_VIOLATION:
-        res = run_one(warm, program="def probe():\n    import os\n    return os.getuid() == 10001\n",
-                      test="def check(c):\n    assert c()\n", entry_point="probe")
+def _status(pid: int) -> dict[str, str]:
+    """``/proc/<pid>/status`` of a host process as ``{field: value}``."""
+    with open(f"/proc/{pid}/status") as fh:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in fh if ":\t" in line)
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as fh:
+        return [int(p) for p in fh.read().split()]
+
+
+def _server_pid(server) -> int:
+    """Host pid of a warm container's fork server (the container's first process)."""
+    server.container.reload()
+    return int(server.container.attrs["State"]["Pid"])
+
+
+def test_server_judge_and_sample_run_as_distinct_uids_without_capabilities(warm) -> None:
+    """Seen from the host while a boundary request runs: the server, the slot's judge and the
+    sample are three uids of the container's lease (server ``base + 2 * workers``, judges
+    ``base + workers + slot``, samples ``base + slot``); the children hold no capability, the
+    server only SERVER_CAPS; and the sample sees its own uid as the host does."""
+    (server,) = warm._pools[BASE_IMAGE]
+    base, workers, pid = server.uid_base, warm.workers, _server_pid(server)
+    assert FIRST_UID <= base and workers == 2
+    probe = ("import os, time\nprint(os.getresuid(), os.getresgid(), os.getgroups())\n"
+             "time.sleep(1.5)\n" + GOOD_PROGRAM)
+    seen: dict[int, dict[str, str]] = {}
+
+    def watch() -> None:
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline and len(seen) < 2:
+            for child in _children(pid):
+                try:
+                    seen[child] = _status(child)
+                except OSError:
+                    pass
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=watch)
+    thread.start()
+    res = run_one(warm, program=probe, test=CHECK_ADD, entry_point="add", grading="boundary",
+                  timeout=10)
+    thread.join()
     assert res.passed, res.detail
+    status = _status(pid)
+    uid_of = {child: int(st["Uid"].split()[0]) for child, st in seen.items()}
+    roles = {"cand" if base <= uid < base + workers else
+             "judge" if base + workers <= uid < base + 2 * workers else "?" for uid in uid_of.values()}
+    assert roles == {"cand", "judge"}, (base, seen)
+    server_uid = base + 2 * workers
+    assert status["Uid"].split() == [str(server_uid)] * 4 and status["Gid"].split() == [str(server_uid)] * 4
+    assert len({server_uid, *uid_of.values()}) == 3
+    caps = {key: int(status[key], 16) for key in ("CapEff", "CapPrm", "CapInh", "CapAmb")}
+    wanted = sum(1 << n for n in (1, 3, 5, 6, 7))  # DAC_OVERRIDE, FOWNER, KILL, SETGID, SETUID
+    assert caps == {"CapEff": wanted, "CapPrm": wanted, "CapInh": 0, "CapAmb": 0}
+    for st in seen.values():
+        assert st["Uid"].split()[1:] == st["Uid"].split()[:1] * 3  # real = effective = saved = fs
+        assert st["Gid"].split() == st["Uid"].split() and st["Groups"].strip() == ""
+        assert all(int(st[key], 16) == 0 for key in ("CapEff", "CapPrm", "CapInh", "CapAmb")), st
+        assert st["NoNewPrivs"].strip() == "1"
+    (sample_uid,) = [uid for uid in uid_of.values() if uid < base + workers]
+    assert res.stdout.startswith(f"({sample_uid}, {sample_uid}, {sample_uid}) "
+                                 f"({sample_uid}, {sample_uid}, {sample_uid}) []"), res.stdout
 
 
-def test_isolation_is_kernel_with_the_container_walls(warm) -> None:
-    assert warm.isolation >= IsolationLevel.KERNEL, warm.facts.get("notes")
+def test_isolation_is_full_with_the_container_walls(warm) -> None:
+    assert warm.isolation is IsolationLevel.FULL, warm.facts.get("notes")
     assert warm.facts["landlock_abi"] > 0 and warm.facts["seccomp"]
-    assert warm.facts["container"] is True
+    assert warm.facts["container"] is True and warm.facts["container_uids"] is True
+    assert warm.facts["drop_uid"] is True
+
+
+def test_each_container_leases_its_uids_until_it_is_removed(client) -> None:
+    """Two containers of one executor get disjoint leased uid ranges (container uids are host
+    uids); closing the executor ends both leases."""
+    def mine() -> list[tuple[int, int]]:
+        return sorted((int(i.record["uid_base"]), int(i.record["count"])) for i in lease_status()
+                      if i.held and str(i.record.get("owner", "")).split(":")[0] == str(os.getpid()))
+
+    before = mine()
+    with get_executor("docker", workers=1, pool_size=2) as ex:
+        pool = ex._pool(BASE_IMAGE)
+        held = sorted(set(mine()) - set(before))
+        assert held == sorted((server.uid_base, 3) for server in pool), (held, before)
+        assert len({server.uid_base for server in pool}) == 2
+    assert mine() == before
+
+
+#: an attack on everything else in the container, run by the sample itself or by a process it
+#: starts: ``attack(own pids)`` prints one line ``ATTACK <json>``. Every existing pid (found with
+#: ``kill(pid, 0)``: ESRCH means none) but its own is hit with prlimit (lowering the open-files,
+#: processes and memory limits), setpriority (nice 19), SIGSTOP, SIGINT (pid 1, the server, has
+#: Python's handler for it) and SIGKILL, and its ``/proc/<pid>/environ`` is read.
+ATTACK = textwrap.dedent("""
+    import json, os, resource, signal
+    def attack(own):
+        own = set(own) | {os.getpid()}
+        existing = [pid for pid in range(1, 4096) if pid not in own and _exists(pid)]
+        hits, errors = [], {}
+        actions = [
+            ("prlimit_nofile", lambda p: resource.prlimit(p, resource.RLIMIT_NOFILE, (4, 4))),
+            ("prlimit_nproc", lambda p: resource.prlimit(p, resource.RLIMIT_NPROC, (1, 1))),
+            ("prlimit_as", lambda p: resource.prlimit(p, resource.RLIMIT_AS, (1 << 20, 1 << 20))),
+            ("setpriority", lambda p: os.setpriority(os.PRIO_PROCESS, p, 19)),
+            ("environ", lambda p: open(f"/proc/{p}/environ", "rb").read()),
+            ("sigstop", lambda p: os.kill(p, signal.SIGSTOP)),
+            ("sigint", lambda p: os.kill(p, signal.SIGINT)),
+            ("sigkill", lambda p: os.kill(p, signal.SIGKILL)),
+        ]
+        for pid in existing:
+            for name, action in actions:
+                try:
+                    action(pid)
+                    hits.append([name, pid])
+                except OSError as exc:
+                    errors[exc.errno] = errors.get(exc.errno, 0) + 1
+        print("ATTACK " + json.dumps({"existing": existing, "hits": hits, "errors": errors}), flush=True)
+    def _exists(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            return True
+        return True
+""")
+ATTACK_SELF = ATTACK + "attack([])\n" + GOOD_PROGRAM
+ATTACK_CHILD = ("import os, subprocess, sys\n"
+                f"subprocess.run([sys.executable, '-c', {ATTACK + 'import sys; attack(map(int, sys.argv[1:]))'!r}, "
+                "str(os.getpid())], check=True)\n" + GOOD_PROGRAM)
+
+
+def _nice_and_limits(pid: int) -> tuple[str, str]:
+    with open(f"/proc/{pid}/stat") as fh:
+        nice = fh.read().rsplit(")", 1)[1].split()[16]
+    with open(f"/proc/{pid}/limits") as fh:
+        return nice, fh.read()
+
+
+@pytest.fixture(scope="module", params=["walls", "no_landlock"])
+def bare_docker(request, client):
+    """Executors without the interpreter-level policy (the kernel answers every attempt): with
+    the container's full walls, and without Landlock, whose signal scope would otherwise stop
+    the signals before the uids are even compared."""
+    options = {"audit_hook": False, **({"landlock": False} if request.param == "no_landlock" else {})}
+    with get_executor("docker", workers=2, docker_host=DEFAULT_DOCKER_HOST, **options) as ex:
+        yield ex
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["sample", "subprocess"])
+@pytest.mark.parametrize("tier", ["boundary", "in_process"])
+def test_sample_cannot_touch_the_server_or_the_judges(bare_docker, how: str, tier: str) -> None:
+    """The attack on the fork server and the judges (the reproduced one: prlimit on the server
+    made every later request of the container ``infra_error``) achieves nothing: every attempt
+    on another process fails, the server's limits and nice value are unchanged, and the next
+    honest request of the same container passes."""
+    (server,) = bare_docker._pools[BASE_IMAGE]
+    run_one(bare_docker, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add", grading="boundary")
+    pid = _server_pid(server)
+    before = _nice_and_limits(pid)
+    res = run_one(bare_docker, program=ATTACK_SELF if how == "sample" else ATTACK_CHILD,
+                  test=CHECK_ADD, entry_point="add", grading=tier, timeout=20,
+                  allow_subprocess=how == "subprocess")
+    line = [ln for ln in res.stdout.splitlines() if ln.startswith("ATTACK ")]
+    if line:
+        report = json.loads(line[0][len("ATTACK "):])
+        assert report["hits"] == [], report
+        # it did find its targets: the server (pid 1) and at least the slot's judge
+        assert 1 in report["existing"] and len(report["existing"]) >= 2, report
+        assert res.passed, (res.outcome, res.detail, res.stderr[-800:])
+    else:  # a stricter seccomp filter may kill such a sample outright: never a pass
+        assert res.outcome is Outcome.SANDBOX_VIOLATION, (res.outcome, res.detail, res.stderr[-800:])
+    assert _server_pid(server) == pid and _nice_and_limits(pid) == before
+    for judge in _children(pid):  # born with the server's nice value, never reniced
+        assert _nice_and_limits(judge)[0] == before[0]
+    for tier_after in ("boundary", "in_process"):
+        after = run_one(bare_docker, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add",
+                        grading=tier_after)
+        assert after.passed, (after.outcome, after.detail)
+    assert bare_docker.alive()
 
 
 def test_container_oom_kill_is_memory_exceeded(client) -> None:
@@ -245,8 +416,10 @@ def test_gvisor_runtime_is_reported(client) -> None:
         pytest.skip("the engine has no runsc runtime (Debian's runsc package is not installed)")
     with get_executor("docker", workers=1, runtime="runsc") as ex:
         res = run_one(ex, program="print('hi')\n" + GOOD_PROGRAM, test=CHECK_ADD, entry_point="add")
+        facts = ex.facts
     assert res.passed and res.runtime == "runsc" and res.stdout == "hi\n", res
     assert res.isolation_label.endswith("+gvisor")
+    assert facts["container_uids"] is True and facts["drop_uid"] is True  # gVisor switches uids too
 
 
 def test_fresh_container_that_stops_answering_is_removed_at_the_timeout(client) -> None:

@@ -1,9 +1,11 @@
 """``docker`` backend: the project's fork server, run inside locked-down containers.
 
 Each container runs :mod:`.forkserver` (the same server as the ``local`` backend, from this
-directory, bind-mounted read-only) as a non-root user with no network (``--network none``: only
-loopback), a read-only root file system, private tmpfs ``/tmp`` and ``/dev/shm``, every
-capability dropped, ``no-new-privileges``, and pids, memory and CPU limits. The server connects
+directory, bind-mounted read-only) with no network (``--network none``: only loopback), a
+read-only root file system, private tmpfs ``/tmp`` and ``/dev/shm``, ``no-new-privileges``, and
+pids, memory and CPU limits. Every capability is dropped except :data:`SERVER_CAPS`: the
+container starts as uid 0 only so that its fork server can give itself, each slot's judge and
+each slot's sample uids of their own (see "uids" below). The server connects
 back to a ``SOCK_SEQPACKET`` socket this process listens on (bind-mounted into the container;
 removed as soon as the server is connected), so requests and results travel exactly as with
 ``local``: programs and tests as memfds, verdicts computed by the harness inside the container
@@ -27,6 +29,16 @@ samples killed by the container's OOM killer are ``memory_exceeded`` (the server
 container's memory cgroup); in fresh mode a request that outlives its timeout (plus a grace
 period) has its container killed and is ``timeout``.
 
+uids: each container leases ``2 * workers + 1`` host uids (:mod:`.leases`, the same machine-wide
+blocks as ``local``: container uids are host uids, no user namespace maps them) for as long as it
+exists. Slot ``i``'s sample runs as ``base + i``, its judge as ``base + workers + i``, the server
+as ``base + 2 * workers``. The server leaves uid 0 at once, keeping only :data:`SERVER_CAPS`;
+each child takes its uid and drops every capability before any untrusted code runs (a child
+left with one fails its set-up: ``infra_error``). So a sample can neither signal, ``prlimit``,
+renice nor read the server, the judges or the other slots' samples (under ``runsc``, gVisor's own
+``setpriority`` and ``/proc/<pid>/environ`` skip the uid check: see docs/sandbox.md), and the
+level reported inside a container is ``full``.
+
 Leftovers: every container is labelled (:data:`.images.LABEL`, owner host and pid) and started
 with auto-remove; when this process dies the server sees end-of-file on its socket and exits, so
 the container goes away by itself; executors also sweep containers of dead owners at start, and
@@ -47,8 +59,10 @@ from dataclasses import replace
 from typing import Any, Iterable, Iterator, Mapping
 
 from .base import Executor
-from .images import (BASE_IMAGE, CONTAINER_USER, DEFAULT_DOCKER_HOST, LABEL, OWNER_LABEL,
-                     PACKAGES_DIR, ImageError, connect, owner, sweep, task_image)
+from .images import (BASE_IMAGE, DEFAULT_DOCKER_HOST, LABEL, OWNER_LABEL, PACKAGES_DIR,
+                     ImageError, connect, owner, sweep, task_image)
+from .leases import UidLease
+from .leases import acquire as acquire_uids
 from .local import LocalExecutor
 from .owners import pid_alive
 from .types import (ExecRequest, ExecResult, ExecutorClosedError, IsolationLevel,
@@ -64,6 +78,15 @@ _GRACE = 2.0  # seconds past a request's timeout before fresh mode kills its con
 RUNTIMES = ("runc", "runsc")
 #: host-side folders holding a container's control socket: ``<tmp>/<prefix><owner pid>-<random>``
 _CTL_PREFIX = "ianvs-docker-ctl-"
+#: user a container starts as: root, but holding only :data:`SERVER_CAPS`, and only until its
+#: fork server has switched to its own leased uid (``forkserver._container_privileges``)
+START_USER = "0:0"
+#: the only capabilities a container gets (``--cap-drop ALL --cap-add ...``): what the root
+#: server of ``local`` uses of root's powers. The fork server keeps them as its own uid, its
+#: children drop them all. SETUID/SETGID: the children's uids and the server's uid sweep; KILL:
+#: stopping children of other uids (timeouts, shutdown, escapees); DAC_OVERRIDE/FOWNER: removing
+#: what a sample of another uid left in its working directory.
+SERVER_CAPS = ("SETUID", "SETGID", "KILL", "DAC_OVERRIDE", "FOWNER")
 
 
 def _sweep_control_dirs() -> int:
@@ -140,6 +163,7 @@ class _ContainerServer(LocalExecutor):
         self._client, self._image, self._runtime, self._limits = client, image, runtime, limits
         self._mounts = dict(read_mounts or {})
         self._ctl_dir = ""
+        self._container_lease: UidLease | None = None
         super().__init__(netns=False, mountns=False, cgroups=False, drop_uid=False,
                          sweep_leftovers=False,
                          hide_packages=False, scratch_parent="/tmp",
@@ -149,20 +173,24 @@ class _ContainerServer(LocalExecutor):
                       start_timeout: float) -> tuple[_ContainerProcess, socket.socket]:
         import json
 
-        uid, gid = (int(x) for x in CONTAINER_USER.split(":"))
+        workers = int(cfg.get("workers", 1))
+        # this container's uids: samples, judges, then the server (released in _remove_leftovers,
+        # once the engine no longer lists the container)
+        lease = self._container_lease = acquire_uids(2 * workers + 1)
+        self.uid_base = lease.base
+        # the server connects as the container's uid 0 (before it drops to its own uid): the
+        # folder and socket stay root's, mode 0700, like any other file this process makes
         self._ctl_dir = tempfile.mkdtemp(prefix=f"{_CTL_PREFIX}{os.getpid()}-")
-        os.chown(self._ctl_dir, uid, gid)
         path = os.path.join(self._ctl_dir, "ctl.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             listener.bind(path)
-            os.chown(path, uid, gid)
             listener.listen(1)
             cfg = {**cfg, "ctl_path": f"{_CTL_IN}/ctl.sock", "container": True,
-                   "oom_cgroup": "/sys/fs/cgroup/memory", "sys_path": [PACKAGES_DIR]}
+                   "oom_cgroup": "/sys/fs/cgroup/memory", "sys_path": [PACKAGES_DIR],
+                   "drop_uid": True, "uid_base": lease.base, "server_uid": lease.base + 2 * workers}
             if self._runtime == "runsc":  # gVisor cannot hand its memfds to the host
                 cfg["inline_limit"] = self.output_limit
-            workers = int(cfg.get("workers", 1))
             limits = self._limits
             memory_mb = int(limits["memory_mb"])
             tmpfs = f"rw,nosuid,nodev,size={int(limits['tmpfs_mb'])}m,mode=1777"
@@ -172,8 +200,9 @@ class _ContainerServer(LocalExecutor):
                                   json.dumps(cfg)],
                     detach=True, auto_remove=True, network_mode="none", read_only=True,
                     tmpfs={"/tmp": tmpfs, "/dev/shm": tmpfs}, cap_drop=["ALL"],
+                    cap_add=list(SERVER_CAPS),
                     security_opt=["no-new-privileges"] + list(limits.get("security_opt", [])),
-                    user=CONTAINER_USER, working_dir="/tmp",
+                    user=START_USER, working_dir="/tmp",
                     pids_limit=int(limits.get("pids_limit") or workers * 70 + 32),
                     mem_limit=f"{memory_mb}m", memswap_limit=f"{memory_mb}m",
                     nano_cpus=int(float(limits["cpus"]) * 1e9), runtime=self._runtime,
@@ -210,9 +239,11 @@ class _ContainerServer(LocalExecutor):
     def mechanisms(self) -> dict[str, object]:
         """As for ``local``, with what the container itself provides: a private network
         namespace with only loopback, private mount and IPC namespaces with a read-only root
-        and private tmpfs, no capabilities, no-new-privileges, container limits."""
+        and private tmpfs, every capability dropped but :data:`SERVER_CAPS` (the server's
+        only: its children hold none), no-new-privileges, container limits."""
         return {**super().mechanisms, "netns": True, "mountns": True, "ipcns": True,
                 "readonly_root": True, "container": True, "cap_drop": "ALL",
+                "cap_add": list(SERVER_CAPS) if self.facts.get("container_uids") else [],
                 "no_new_privileges": True, "runtime": self._runtime,
                 "container_limits": {k: v for k, v in self._limits.items() if k != "security_opt"}}
 
@@ -240,6 +271,16 @@ class _ContainerServer(LocalExecutor):
             proc.kill()
         if self._ctl_dir:
             shutil.rmtree(self._ctl_dir, ignore_errors=True)
+        self._release_lease()
+
+    def _release_lease(self) -> None:
+        """End this container's uid lease (idempotent). Called once the container is removed;
+        should a process of it still run (removal timed out), the next lease of these uids
+        skips them anyway: :func:`.leases.acquire` checks that no process has them."""
+        lease, self._container_lease = getattr(self, "_container_lease", None), None
+        if lease is not None:
+            lease.release()
+        super()._release_lease()
 
 
 def _logs(container: Any) -> str:
@@ -282,8 +323,9 @@ class DockerExecutor(Executor):
         The container paths must be absolute and outside ``/tmp``, ``/dev/shm``, ``/run`` and
         the harness's ``/opt/ianvs/harness``.
     uid_base:
-        accepted for compatibility with ``local`` and ignored: containers run as one fixed
-        non-root user (:data:`.images.CONTAINER_USER`).
+        accepted for compatibility with ``local`` and ignored: every container leases its own
+        ``2 * workers + 1`` uids (see the module docstring), since warm pools and fresh mode
+        run several containers at once.
     """
 
     name = "docker"
@@ -308,7 +350,7 @@ class DockerExecutor(Executor):
             workers = max(1, len(os.sched_getaffinity(0)))
         if workers < 1 or pool_size < 1:
             raise ValueError("workers and pool_size must be >= 1")
-        del uid_base  # containers run as one fixed non-root user
+        del uid_base  # every container leases its own uids
         self.read_mounts = _check_mounts(read_mounts or {})
         self.image, self.runtime, self.docker_host = image, runtime, docker_host
         self.workers, self.pool_size, self.fresh = int(workers), int(pool_size), bool(fresh_container)

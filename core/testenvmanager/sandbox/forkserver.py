@@ -309,6 +309,199 @@ def _oom_kills(memory_cgroup: str) -> int:
     return -1
 
 
+# ------------------------------------------------------------------------ container privileges
+# capability numbers (include/uapi/linux/capability.h) and prctl(2) options
+_CAP_DAC_OVERRIDE, _CAP_FOWNER, _CAP_KILL, _CAP_SETGID, _CAP_SETUID = 1, 3, 5, 6, 7
+#: what a container's fork server keeps (the docker backend adds exactly these to the container),
+#: the part of a root server's powers that the server of ``local`` uses: SETUID/SETGID to give
+#: every child its own uid and for :func:`sweep_uid`; KILL to stop its children (timeouts,
+#: verdicts, escapees, shutdown), which now have other uids; DAC_OVERRIDE and FOWNER to remove
+#: what samples left in their working directories.
+_SERVER_CAPS = ((1 << _CAP_SETUID) | (1 << _CAP_SETGID) | (1 << _CAP_KILL)
+                | (1 << _CAP_DAC_OVERRIDE) | (1 << _CAP_FOWNER))
+_PR_SET_KEEPCAPS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 8, 47, 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+#: set by :func:`_container_privileges` in a container's server: its children clear every
+#: capability with it once they have their own uid (None everywhere else)
+_CAPS: "_Capabilities | None" = None
+
+
+class _Capabilities:
+    """``capget``/``capset`` of the calling thread (header version 3: 64 capability bits).
+
+    The ctypes objects are made once, at start-up: a forked child uses them after ``ctypes`` has
+    left ``sys.modules``. Sets are 64-bit masks (bit ``n`` = capability ``n``)."""
+
+    def __init__(self, libc) -> None:
+        import ctypes
+
+        class Header(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+        class Data(ctypes.Structure):
+            _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                        ("inheritable", ctypes.c_uint32)]
+
+        self._libc, self._get_errno = libc, ctypes.get_errno
+        self._header, self._data = Header(_LINUX_CAPABILITY_VERSION_3, 0), (Data * 2)()
+        self._header_ref, self._data_ref = ctypes.byref(self._header), ctypes.byref(self._data)
+
+    def _fail(self, call: str) -> None:
+        err = self._get_errno()
+        raise OSError(err, f"{call}: {os.strerror(err)}")
+
+    def get(self) -> tuple[int, int, int]:
+        """``(effective, permitted, inheritable)`` of this thread; raises ``OSError``."""
+        self._header.version, self._header.pid = _LINUX_CAPABILITY_VERSION_3, 0
+        if self._libc.capget(self._header_ref, self._data_ref) != 0:
+            self._fail("capget")
+        low, high = self._data
+        return tuple((getattr(high, name) << 32) | getattr(low, name)  # type: ignore[return-value]
+                     for name in ("effective", "permitted", "inheritable"))
+
+    def set(self, effective: int, permitted: int, inheritable: int) -> None:
+        """Replace this thread's three sets (the kernel refuses to grow ``permitted``)."""
+        self._header.version, self._header.pid = _LINUX_CAPABILITY_VERSION_3, 0
+        for index, half in enumerate(self._data):
+            shift = 32 * index
+            half.effective = (effective >> shift) & 0xFFFFFFFF
+            half.permitted = (permitted >> shift) & 0xFFFFFFFF
+            half.inheritable = (inheritable >> shift) & 0xFFFFFFFF
+        if self._libc.capset(self._header_ref, self._data_ref) != 0:
+            self._fail("capset")
+
+    def clear(self) -> None:
+        """Drop every capability: effective, permitted, inheritable and ambient (the ambient set
+        is a subset of permitted, so it is empty once permitted is). The bounding set stays as
+        the container got it: shrinking it needs CAP_SETPCAP, which the server does not hold,
+        and with an empty permitted set, ``no_new_privs`` and a non-zero uid nothing can ever
+        raise a capability from it again. Raises ``PermissionError`` when anything is left."""
+        self.set(0, 0, 0)
+        self._libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        left = self.get()
+        if any(left):
+            raise PermissionError("capabilities left after dropping them: effective %#x, "
+                                  "permitted %#x, inheritable %#x" % left)
+
+
+def _container_privileges(cfg: dict, facts: dict, libc) -> None:
+    """Inside a ``docker`` container: leave uid 0 for the server's own uid, keeping only the
+    capabilities children need to get their own uids (:data:`_SERVER_CAPS`).
+
+    Called once by :func:`main` when ``cfg["container"]``, after the namespaces and before any
+    module is loaded or any request read. The container starts as uid 0 with every capability
+    dropped except those of :data:`_SERVER_CAPS` (and ``no-new-privileges``).
+
+    * Started as a non-root uid (an old caller): nothing changes; ``facts["container_uids"]``
+      is False, and server, judges and samples share that uid (a note says so).
+    * Started as uid 0: needs ``cfg["server_uid"]`` (a leased, non-zero uid other than every
+      child's). Afterwards real, effective and saved uid and gid are ``server_uid``, there are
+      no supplementary groups, effective = permitted = what the container granted of
+      :data:`_SERVER_CAPS` (CAP_SETUID and CAP_SETGID at least), inheritable and ambient are
+      empty, :data:`_CAPS` is set (children clear every capability with it) and
+      ``facts["container_uids"]`` is True. Any failure raises: a server must never serve as
+      uid 0.
+    """
+    global _CAPS
+    facts["container_uids"] = False
+    if os.geteuid() != 0:
+        facts["notes"].append(f"the container runs as uid {os.geteuid()}: the server, its judges "
+                              "and its samples share it")
+        return
+    server = int(cfg.get("server_uid") or 0)
+    if server <= 0:
+        raise RuntimeError("a container started as uid 0 needs a non-zero server_uid")
+    caps = _Capabilities(libc)
+    _effective, permitted, _inheritable = caps.get()
+    needed = (1 << _CAP_SETUID) | (1 << _CAP_SETGID)
+    if permitted & needed != needed:
+        raise PermissionError(f"the container lacks CAP_SETUID/CAP_SETGID (permitted {permitted:#x})")
+    keep = permitted & _SERVER_CAPS
+    if libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0:
+        raise OSError("prctl(PR_SET_KEEPCAPS) failed")
+    os.setgroups([])
+    os.setresgid(server, server, server)
+    os.setresuid(server, server, server)  # permitted kept (KEEPCAPS), effective cleared
+    libc.prctl(_PR_SET_KEEPCAPS, 0, 0, 0, 0)
+    caps.set(keep, keep, 0)
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    state = (os.getresuid(), os.getresgid(), os.getgroups(), caps.get())
+    if state != ((server,) * 3, (server,) * 3, [], (keep, keep, 0)):
+        raise PermissionError(f"dropping to the server's uid {server} left {state}")
+    _CAPS = caps
+    facts["container_uids"] = True
+    facts["server_uid"] = server
+
+
+def sweep_uid(uid: int) -> None:
+    """SIGKILL every process whose real or saved uid is ``uid`` (in the server's pid namespace:
+    the container's, or the host's for ``local``) in one ``kill(-1, SIGKILL)``, which the kernel
+    applies under its task-list lock, so a fork bomb cannot outrun it. (Its return value cannot
+    tell whether anything was hit: the kernel skips, without error, processes it may not signal.)
+
+    Called by the fork server only, which must be either root (ruid = euid = suid = 0: the
+    ``local`` backend) or a container's server (its own non-zero uid with CAP_SETUID effective,
+    as :func:`_container_privileges` leaves it). ``uid`` must be non-zero and not one of the
+    server's own. The server's uids and capabilities are restored before this returns, also
+    when the kill fails; ``OSError`` if they cannot be switched (then nothing was signalled).
+
+    How: without CAP_KILL, ``kill(-1)`` reaches the processes whose real or saved uid equals
+    the caller's real or effective uid. A root server takes ``(uid, uid, 0)``: its effective
+    capabilities (CAP_KILL) go with the effective uid 0, and the saved uid 0 brings them back on
+    ``setresuid(0, 0, 0)``; its real uid must leave 0 (or every root process of the host would
+    be hit), so for those microseconds a process of ``uid`` could signal the server (Landlock's
+    signal scope, ABI >= 6, still stops the samples). A container's server takes CAP_KILL out of
+    its effective set (it stays permitted) and changes only its effective uid: its real and
+    saved uid stay its own (no other process has it), so no process of ``uid`` can ever signal
+    it, and CAP_SETUID, which no uid change between non-zero uids clears, switches it back.
+    """
+    uid = int(uid)
+    ruid, euid, suid = os.getresuid()
+    if uid <= 0 or uid in (ruid, euid, suid):
+        raise ValueError(f"sweep_uid({uid}): not a sample's uid")
+    if (ruid, euid, suid) == (0, 0, 0):
+        _kill_all_as((uid, uid, -1), (0, 0, 0))
+    elif _CAPS is not None and 0 not in (ruid, euid, suid):
+        effective, permitted, inheritable = _CAPS.get()
+        _CAPS.set(effective & ~(1 << _CAP_KILL), permitted, inheritable)
+        try:
+            _kill_all_as((-1, uid, -1), (ruid, euid, suid))
+        finally:
+            _CAPS.set(effective, permitted, inheritable)
+    else:
+        raise PermissionError("sweep_uid needs a root server or a container's server with CAP_SETUID")
+
+
+def _kill_all_as(switch: tuple[int, int, int], restore: tuple[int, int, int]) -> None:
+    """``kill(-1, SIGKILL)`` with the uids ``setresuid(*switch)``; ``setresuid(*restore)`` after.
+    Checked first: with an effective uid 0 or CAP_KILL effective, ``kill(-1)`` would reach every
+    process of the pid namespace (the host's, for ``local``), so it raises ``PermissionError``
+    instead and signals nothing."""
+    os.setresuid(*switch)
+    try:
+        if os.geteuid() == 0 or _effective_caps() & (1 << _CAP_KILL):
+            raise PermissionError("sweep_uid: still privileged after switching uids; nothing signalled")
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:  # no other process at all
+        pass
+    finally:
+        os.setresuid(*restore)
+
+
+def _effective_caps() -> int:
+    """This thread's effective capabilities (all bits set when they cannot be read)."""
+    if _CAPS is not None:
+        return _CAPS.get()[0]
+    try:
+        with open("/proc/thread-self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"CapEff:"):
+                    return int(line.split()[1], 16)
+    except (OSError, ValueError, IndexError):
+        pass
+    return -1
+
+
 def _level(facts: dict) -> int:
     """Isolation level reached (index into ``_LEVELS``). Inside a container of the ``docker``
     backend (``facts["container"]``) the container provides the private network namespace (only
@@ -708,6 +901,8 @@ class Server:
                 os.setgroups([])
                 os.setgid(uid)
                 os.setuid(uid)
+                if _CAPS is not None:  # a container's server: setuid between non-zero uids
+                    _CAPS.clear()      # keeps capabilities, so they are dropped (and checked)
             else:
                 self.walls["libc"].prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
             environ = os.environ  # already reduced to child_env once at server start
@@ -1144,6 +1339,8 @@ def main() -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     facts = _setup_namespaces(cfg, libc)
     facts["container"] = bool(cfg.get("container"))
+    if facts["container"]:
+        _container_privileges(cfg, facts, libc)  # leave uid 0 before anything else runs
     # a container's task image keeps its packages outside site-packages (this server runs -S)
     sys.path.extend(p for p in cfg.get("sys_path") or [] if p not in sys.path)
     _setup_cgroups(cfg, facts)
@@ -1176,7 +1373,10 @@ def main() -> int:
         walls = _prepare_walls(cfg, facts, modules["walls"], libc)
         hidden_stdlib = any(p not in facts.get("mounts", {}).get("exposed_prefixes", [])
                             and modules["mounts"]._hidden_ancestor(p) for p in facts["interpreter_dirs"])
-        facts["drop_uid"] = bool(cfg.get("drop_uid", True)) and os.geteuid() == 0 and not hidden_stdlib
+        privileged = os.geteuid() == 0 or facts.get("container_uids", False)
+        facts["drop_uid"] = bool(cfg.get("drop_uid", True)) and privileged and not hidden_stdlib
+        if facts.get("container_uids") and not facts["drop_uid"]:  # children would keep capabilities
+            raise RuntimeError("a container's server holds capabilities: its children must take their own uids")
         if hidden_stdlib and os.geteuid() == 0 and cfg.get("drop_uid", True):
             facts["notes"].append("the interpreter lives under a directory other users cannot search "
                                   "and no mount namespace could expose it: not dropping privileges")

@@ -69,7 +69,9 @@ PINS_LABEL = "io.ianvs.pins"
 PACKAGES_DIR = "/usr/lib/ianvs-packages"
 #: ``<host>:<pid>`` of the process that started a container (sweeping spares live owners)
 OWNER_LABEL = "io.ianvs.owner"
-#: non-root uid:gid every sandbox container runs as
+#: non-root uid:gid of the images (their ``USER``, passwd entry ``ianvs``) and of one-off checks
+#: (:func:`run_in_image`). The fork server's containers start as root instead and switch every
+#: process to a leased uid of its own (``container.START_USER``, docs/sandbox.md)
 CONTAINER_USER = "10001:10001"
 _RECIPE = 1  # bump when the base recipe changes (changes the content hash)
 _ENV_RECIPE = 2  # the same for repository images (2: bytecode compiled in the image)
@@ -369,7 +371,7 @@ def _build_with_packages(client: Any, base: str, base_image: Any, specs: list[st
 
 
 def run_in_image(client: Any, tag: str, code: str, timeout: float = 120.0) -> str:
-    """Run ``python3 -I -c code`` once in ``tag`` (no network, the sandbox's non-root user,
+    """Run ``python3 -I -c code`` once in ``tag`` (no network, :data:`CONTAINER_USER`,
     labelled) and return its output. Raises :class:`ImageError` with the output's tail when it
     exits non-zero or the image does not exist."""
     import docker.errors

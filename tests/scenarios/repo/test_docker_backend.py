@@ -11,6 +11,7 @@ import csv
 import json
 import shutil
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
@@ -110,7 +111,7 @@ def test_shipped_toolz_tasks_match_the_local_backend(image_env: ImageEnv, repo_e
     assert {k: r.outcome for k, r in on_docker.items()} == {k: r.outcome for k, r in on_local.items()}
     assert {k: r.tests for k, r in on_docker.items()} == {k: r.tests for k, r in on_local.items()}
     assert {r.executed_by for r in on_docker.values()} == {"docker"}
-    assert {r.isolation for r in on_docker.values()} == {"kernel"}
+    assert {r.isolation for r in on_docker.values()} == {"full"}
     assert {r.executed_by for r in on_local.values()} == {"local"}
 
 
@@ -152,9 +153,12 @@ def test_a_sample_cannot_write_its_view(image_env: ImageEnv, toolz_root: Path, v
 
 
 def test_min_isolation_is_still_refused(image_env: ImageEnv, toolz_root: Path, views_dir: Path) -> None:
+    """Containers reach ``full``; one without Landlock reaches ``netns`` only and refuses a
+    ``min_isolation`` of ``kernel``."""
     task = _pick(1)[0]
-    with pytest.raises(IsolationUnavailableError, match="min_isolation is 'full'"):
-        _run([Sample("ref", task, reference_code(task))], toolz_root, image_env, views_dir, min_isolation="full")
+    weaker = replace(image_env, options={**image_env.options, "landlock": False})
+    with pytest.raises(IsolationUnavailableError, match="min_isolation is 'kernel'"):
+        _run([Sample("ref", task, reference_code(task))], toolz_root, weaker, views_dir, min_isolation="kernel")
 
 
 def test_backend_choice_and_postgres_tasks_on_docker() -> None:
@@ -193,7 +197,7 @@ def test_ianvs_f_with_the_docker_backend(job: Path) -> None:
     rows = {r["basemodel-generator"]: r for r in csv.DictReader(open(next(job.glob("workspace/*/rank/all_rank.csv"))))}
     assert rows["reference"]["pass@1"] == "1.0" and rows["reference"]["passed"] == "4"
     assert rows["broken"]["pass@1"] == "0.0" and rows["broken"]["passed"] == "0"
-    assert rows["reference"]["isolation"] == "kernel"  # broken answers never run: no isolation to report
+    assert rows["reference"]["isolation"] == "full"  # broken answers never run: no isolation to report
     assert rows["reference"]["executed_by"] == rows["broken"]["executed_by"] == "docker"
     logs = sorted(job.glob(f"workspace/*/*/*/{EXECUTIONS_FILE}"))
     assert logs and all(json.loads(line)["executed_by"] == "docker" for p in logs for line in p.read_text().splitlines())
