@@ -320,8 +320,9 @@ def test_unknown_package_is_a_clear_error(client) -> None:
 
 def test_packages_are_not_installable_at_test_time(warm) -> None:
     """No network inside: pip cannot reach any index (and the sample cannot start it)."""
-    prog = ("def add(a, b):\n    import socket\n    s = socket.socket()\n    s.settimeout(2)\n"
-            "    try:\n        s.connect(('127.0.0.1', 9))\n    except OSError:\n        pass\n"
+    prog = ("def add(a, b):\n    import socket\n"
+            "    try:\n        s = socket.socket()\n        s.settimeout(2)\n        s.connect(('127.0.0.1', 9))\n"
+            "    except OSError:\n        pass\n"
             "    import urllib.request\n    try:\n"
             "        urllib.request.urlopen('http://localhost:9/', timeout=2)\n"
             "    except OSError:\n        return a + b\n    return -1\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import types
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,11 @@ def _parse(fs, data: bytes, nonce: str = NONCE):
     try:
         os.write(fd, data)
         job.mem["verdict"] = fd
-        return fs.Server._record(None, job)
+        server = types.SimpleNamespace(record_buf=bytearray(fs._RECORD_HEAD))
+        record = fs.Server._record(server, job)
+        # the header went through one buffer that is zeroed again: no detail byte stays behind
+        assert server.record_buf == bytes(fs._RECORD_HEAD)
+        return record
     finally:
         os.close(fd)
 

@@ -276,28 +276,6 @@ def _leave_cgroups(made: dict, slots: list[str] = ()) -> None:  # type: ignore[a
             pass
 
 
-def sweep_uid(uid: int) -> None:
-    """Kill every process whose real or saved uid is ``uid`` (a slot's sample uid, which no
-    other process on the machine has: see ``leases``), wherever it went: another process
-    group, a new session, re-parented anywhere. Used after each request, so no process of a
-    sample serves a later one.
-
-    How: this process (root) takes ``uid`` as its real and effective uid, keeping the saved
-    uid 0, so the kernel's own permission check limits ``kill(-1, SIGKILL)`` to exactly that
-    uid's processes (root's effective capabilities are dropped while the effective uid is not
-    0); then it takes back uid 0. ``kill(-1)`` walks the task list under the lock ``fork``
-    needs to attach a child, and a fork that sees a pending SIGKILL fails, so one pass leaves
-    nothing that can run. The caller must be single-threaded (glibc changes every thread's
-    uids). About 20 microseconds."""
-    os.setresuid(uid, uid, -1)
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    finally:
-        os.setresuid(0, 0, -1)
-
-
 def _oom_kills(memory_cgroup: str) -> int:
     try:
         with open(os.path.join(memory_cgroup, "memory.oom_control")) as fh:
@@ -1055,10 +1033,16 @@ class Server:
     def _finished(self, jobs: list[_Job]) -> None:
         # escapees first: the freed slot's uids are about to be reused by the next request
         # (without a subprocess-allowing request, the seccomp filter forbids creating any)
-        if self.facts["drop_uid"]:
+        swept = self.facts["drop_uid"]
+        if swept:
             for job in jobs:  # every process of the slot's sample uid, wherever it went
-                sweep_uid(self.uid_base + job.slot)
-        elif any(job.meta.get("allow_subprocess") for job in jobs) or not self.facts["seccomp"]:
+                try:
+                    sweep_uid(self.uid_base + job.slot)
+                except (OSError, ValueError, OverflowError) as exc:  # e.g. a uid the kernel
+                    _log(f"uid sweep failed: {exc!r}")               # refused at set-up
+                    swept = False
+        if not swept and (any(job.meta.get("allow_subprocess") for job in jobs)
+                          or not self.facts["seccomp"] or self.facts["drop_uid"]):
             self._kill_escapees()
         for job in jobs:
             self._finish_dir(job)
