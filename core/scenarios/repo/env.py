@@ -5,6 +5,12 @@ plus ``pip install`` of the requirements and the test tools), and returns a :cla
 ``pins`` (``pip freeze``) are recorded in every task so a dataset can be rebuilt identically. A
 ``--env`` pointing at an existing venv is used as is. Installing needs the package index; running
 the tests afterwards does not.
+
+An environment must not provide the repository's own package (installed, or an editable install
+pointing at a checkout): samples read the environment, so it would hold the original of every
+function they must write. :meth:`RepoEnv.provides` (and
+:func:`.image_env.image_provides` for images) says which of a list of modules it provides;
+:func:`.execute.run_samples` refuses such an environment.
 """
 
 from __future__ import annotations
@@ -20,12 +26,45 @@ from pathlib import Path
 
 from core.common.errors import IanvsError
 
-__all__ = ["RepoEnv", "ensure_env", "default_cache_dir", "TEST_TOOLS"]
+__all__ = ["RepoEnv", "ensure_env", "default_cache_dir", "TEST_TOOLS", "provides_probe"]
 
 LOG = logging.getLogger(__name__)
 
 #: Installed in every repository environment (the builder needs coverage contexts and junit XML).
 TEST_TOOLS = ["pytest==8.3.4", "pytest-cov==6.0.0", "coverage==7.6.10"]
+
+
+_PROBE = r"""
+import importlib.util, json, os, sys, sysconfig
+sys.path[:0] = %r
+std = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
+def in_stdlib(path):
+    path = os.path.realpath(path)
+    return (any(path == s or path.startswith(s + os.sep) for s in std)
+            and not any(part.endswith("-packages") for part in path.split(os.sep)))
+found = {}
+for name in %r:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        continue
+    places = [p for p in [*(spec.submodule_search_locations or []), spec.origin or ""] if os.path.isabs(p)]
+    outside = [p for p in places if not in_stdlib(p)]
+    if outside:
+        found[name] = outside[0]
+print(json.dumps({"found": found, "prefixes": sorted({sys.prefix, sys.base_prefix})}))
+"""
+
+
+def provides_probe(modules: list[str], path: list[str] | None = None) -> str:
+    """Python source that prints one JSON line: ``found`` maps each of ``modules`` (top-level
+    names) that the interpreter running it can import from outside its standard library
+    (site-packages, a ``.pth`` or editable-install path, ``path`` put first on ``sys.path``) to
+    where; ``prefixes`` are its ``sys.prefix`` and ``sys.base_prefix``. Imports nothing of
+    those modules (``importlib.util.find_spec`` of top-level names runs no module code)."""
+    return _PROBE % (list(path or []), list(modules))
 
 
 def default_cache_dir() -> Path:
@@ -49,6 +88,21 @@ class RepoEnv:
         out = subprocess.run([str(self.python), "-c", "import sysconfig;print(sysconfig.get_paths()['purelib'])"],
                              check=True, capture_output=True, text=True)
         return out.stdout.strip()
+
+    def provides(self, modules: list[str]) -> tuple[dict[str, str], list[str]]:
+        """``({module: where}, prefixes)``: which of ``modules`` this environment's interpreter
+        imports from outside its standard library (run isolated, from ``/``: never the current
+        directory), and its ``sys.prefix``/``sys.base_prefix``. Raises :class:`IanvsError` when
+        the interpreter cannot run the probe."""
+        try:
+            out = subprocess.run([str(self.python), "-I", "-c", provides_probe(modules)], check=True,
+                                 capture_output=True, text=True, cwd="/", timeout=120,
+                                 env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"})
+            facts = json.loads(out.stdout.strip().splitlines()[-1])
+        except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+            raise IanvsError(f"cannot inspect the repository environment {self.root}: {exc}",
+                             hint="rebuild it (remove the folder; it is created again on the next run)") from None
+        return {str(k): str(v) for k, v in facts["found"].items()}, [str(p) for p in facts["prefixes"]]
 
 
 def _freeze(python: Path) -> list[str]:

@@ -5,11 +5,30 @@ then one sandbox request (``script`` mode, in-process grading) that puts the vie
 repository environment's site-packages on ``sys.path`` and runs pytest on exactly the task's
 FAIL_TO_PASS + PASS_TO_PASS tests (then the node ids of its ``model_written_tests``, whose files
 are written at the view's root). The fork server is started with the environment's interpreter
-(``LocalExecutor(python=...)``) with that environment's packages readable (``hide_packages=False``)
-and the views directory as an extra read-only path. Views are removed after each result.
+(``LocalExecutor(python=...)``) with that environment's site-packages as a read path (every
+other site-/dist-packages directory, the base interpreter's included, stays hidden:
+``hide_packages=True``). Views are removed after each result.
 With an :class:`~.image_env.ImageEnv` the same requests run on the ``docker`` backend in that
 image instead: the run's views directory is bind-mounted read-only at :data:`VIEWS_IN_CONTAINER`
 (the runner names views by that path) and the image's site directories replace the venv's.
+
+What a sample can read (kernel walls; isolation ``kernel`` or ``full``): its own view and nothing
+else of the run. The run's views directory is the executor's *request read root*
+(``request_read_roots``): visible in the sandbox but readable by no request by default, and
+each request names its own view as its only ``read_paths`` entry, for which the fork server's
+child adds a Landlock read rule (``ExecRequest.read_paths``). So a sample cannot list the views
+directory nor read a sibling's view -- which would hold the original of its function whenever
+the sibling belongs to another task (or is the gold control). Besides its view it reads the
+sandbox's system directories, the interpreter's standard library and the environment's
+site-packages. The original checkout (``root``, the cached source) is never a read path; it is
+refused when it lies beneath a directory every sample reads, and so is an environment that
+provides the package under test itself (installed, or an editable install pointing at a
+checkout): :func:`check_environment`, called by :func:`run_samples`. Without Landlock (isolation
+below ``kernel``, e.g. ``min_isolation`` lowered on an old kernel) none of this holds: a sample
+reads whatever its uid can, the other views included. The ``dask`` backend forwards
+``read_paths`` unchanged, but views exist only on the machine that builds them: repo tasks run
+on ``local`` or ``docker``, never on remote nodes (a node without a request read root holding
+the path refuses such a request: ``infra_error``).
 
 The Python audit hook is off for these runs (``audit_hook=False``): repositories' own tests
 legitimately inspect traceback frames (``pytest.raises``), which the hook forbids; the hook is a
@@ -39,16 +58,17 @@ from typing import Iterable, Iterator
 from core.common.errors import ConfigError, IanvsError
 from core.scenarios.repo.env import RepoEnv, default_cache_dir
 from core.scenarios.repo.functions import FunctionSite, InjectionError, blank, find_functions, inject
-from core.scenarios.repo.image_env import ImageEnv
+from core.scenarios.repo.image_env import ImageEnv, image_provides
 from core.scenarios.repo.postgres import PostgresDatabase, PostgresService
 from core.scenarios.repo.preload import dependency_modules
 from core.scenarios.repo.view import make_view
 from core.testenvmanager.sandbox import ExecRequest, ExecResult, Executor, get_executor
-from core.testenvmanager.sandbox.forkserver import DEFAULT_PRELOAD
+from core.testenvmanager.sandbox.base import under_any
+from core.testenvmanager.sandbox.forkserver import DEFAULT_PRELOAD, READ_DIRS
 from core.testenvmanager.sandbox.types import ExecMode
 
 __all__ = ["Sample", "SampleResult", "run_samples", "site_of", "RESULT_MARK", "default_views_dir",
-           "written_test_files", "written_test_ids"]
+           "written_test_files", "written_test_ids", "task_modules", "check_environment"]
 
 
 def default_views_dir() -> Path:
@@ -162,6 +182,48 @@ def written_test_ids(task: dict) -> list[str]:
     return [t for w in task.get("model_written_tests") or [] for t in w["tests"]]
 
 
+def task_modules(tasks: Iterable[dict], root: Path) -> list[str]:
+    """The top-level import names of the tasks' files (sorted): the outermost regular package
+    (a directory with ``__init__.py``) holding the file, or the file's own module name when its
+    directory is not one (``toolz/itertoolz.py`` -> ``toolz``, ``src/pkg/m.py`` -> ``pkg``,
+    ``tool.py`` -> ``tool``)."""
+    names: set[str] = set()
+    for task in tasks:
+        parts = Path(task["file"]).parts
+        name, depth = Path(parts[-1]).stem, len(parts) - 1
+        while depth > 0 and root.joinpath(*parts[:depth], "__init__.py").is_file():
+            name, depth = parts[depth - 1], depth - 1
+        names.add(name)
+    return sorted(names)
+
+
+def check_environment(tasks: Iterable[dict], root: Path, env: RepoEnv | ImageEnv) -> None:
+    """Refuse (:class:`IanvsError`) to run the tasks where a sample could read the original
+    implementation outside its view: ``env`` provides one of :func:`task_modules` (installed in
+    its site directories, or an editable install / ``.pth`` pointing at a checkout), or, on the
+    ``local`` backend, ``root`` lies beneath a directory every sample may read (the sandbox's
+    system directories, the environment's prefixes or site-packages). On ``docker`` the checkout
+    is not in the container at all."""
+    modules = task_modules(tasks, root)
+    if isinstance(env, ImageEnv):
+        found, where = image_provides(env, modules), f"image {env.image}"
+    else:
+        found, prefixes = env.provides(modules)
+        where = f"environment {env.root}"
+        wider = under_any(os.path.realpath(root), [*READ_DIRS, *prefixes, env.site_packages()])
+        if wider is not None:
+            raise IanvsError(f"the repository checkout {root} lies beneath {wider}, which every sandboxed "
+                             "sample may read: samples could read the original functions",
+                             hint="keep repository sources outside system and environment directories "
+                                  "(default: the cache's repo-src folder)")
+    if found:
+        name, path = sorted(found.items())[0]
+        raise IanvsError(f"the repository {where} provides {name} ({path}), a package under test: samples "
+                         f"could read the original of every function there",
+                         hint="remove the repository's own package (and anything that installs it) from "
+                              "env.requirements, or use a run_env image without it")
+
+
 def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, views_dir: Path,
                 workers: int = 2, timeout: float = 60.0, min_isolation: str = "kernel",
                 reference: bool = False, audit_hook: bool = False,
@@ -184,6 +246,9 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
     ``preload``: the fork server imports pytest and the repository's third-party dependencies
     once (:func:`.preload.dependency_modules`), so samples fork with them loaded; never the
     repository's own modules.
+    Each sample may read its own view and nothing else of the run (module docstring); raises
+    :class:`IanvsError` before anything runs when the environment provides the package under
+    test or ``root`` is readable by every sample (:func:`check_environment`).
     """
     docker = isinstance(env, ImageEnv)
     if docker and service is not None:
@@ -194,6 +259,8 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
         raise IanvsError(f"views directory {views_dir} is under a path the sandbox replaces with a private tmpfs",
                          hint="use a directory outside /tmp, /var/tmp, /dev/shm and /run (default: the cache dir)")
     views_dir.mkdir(parents=True, exist_ok=True)
+    if samples:
+        check_environment([s.task for s in samples], root, env)
     sites = list(env.site) if isinstance(env, ImageEnv) else [env.site_packages()]
     requests: list[ExecRequest] = []
     views: dict[str, Path] = {}
@@ -222,7 +289,7 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
             program = _RUNNER.format(view=seen_as, sites=sites, tests=tests, deselect=deselect,
                                      mark=marks[s.sample_id])
             requests.append(ExecRequest(id=s.sample_id, mode=ExecMode.SCRIPT, program=program, test="",
-                                        timeout=timeout, memory_mb=2048))
+                                        timeout=timeout, memory_mb=2048, read_paths=(seen_as,)))
         yield from early
         by_id = {s.sample_id: s for s in samples}
         if not requests:
@@ -249,16 +316,19 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
 
 def _executor(env: RepoEnv | ImageEnv, views: Path, sites: list[str], workers: int, min_isolation: str,
               audit_hook: bool, sockets: list[str] | None, preload: list[str] | None) -> Executor:
-    """The executor for ``env``: ``local`` with the venv's interpreter and packages readable (and
-    ``preload`` imported by its fork server), or ``docker`` in the environment's image with
-    ``views`` mounted read-only (no dependency preloading there yet)."""
+    """The executor for ``env``: ``local`` with the venv's interpreter and site-packages readable
+    (every other package directory hidden; ``preload`` imported by its fork server), or
+    ``docker`` in the environment's image with ``views`` mounted read-only (no dependency
+    preloading there yet). Either way ``views`` is the one request read root: each request
+    reads only the view it names."""
     if isinstance(env, ImageEnv):
         return get_executor("docker", **{"workers": workers, **env.options}, min_isolation=min_isolation,
                             image=env.image, docker_host=env.docker_host, audit_hook=audit_hook,
-                            read_mounts={str(views): VIEWS_IN_CONTAINER})
+                            read_mounts={str(views): VIEWS_IN_CONTAINER},
+                            request_read_roots=[VIEWS_IN_CONTAINER])
     return get_executor("local", workers=workers, min_isolation=min_isolation, python=str(env.python),
-                        hide_packages=False, read_paths=[str(views), *sites], audit_hook=audit_hook,
-                        socket_dirs=sockets, preload=preload, sys_path=sites)
+                        hide_packages=True, read_paths=sites, request_read_roots=[str(views)],
+                        audit_hook=audit_hook, socket_dirs=sockets, preload=preload, sys_path=sites)
 
 
 def _result(sample: Sample, res: ExecResult, mark: str) -> SampleResult:

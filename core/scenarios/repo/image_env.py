@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.common.errors import IanvsError
-from core.scenarios.repo.env import TEST_TOOLS
+from core.scenarios.repo.env import TEST_TOOLS, provides_probe
 from core.testenvmanager.sandbox.images import (BASE_IMAGE, DEFAULT_DOCKER_HOST, PACKAGES_DIR, ImageError,
                                                 connect, env_image, image_pins, run_in_image)
 
-__all__ = ["ImageEnv", "ensure_image_env"]
+__all__ = ["ImageEnv", "ensure_image_env", "image_provides"]
 
 LOG = logging.getLogger(__name__)
 
@@ -84,6 +84,32 @@ def ensure_image_env(requirements: list[str], run_env: str | None = None, base: 
         return ImageEnv(tag, [PACKAGES_DIR], image_pins(client, tag), docker_host)
     finally:
         client.close()
+
+
+#: (image, docker host, modules) -> what :func:`image_provides` found (images are immutable)
+_PROVIDES: dict[tuple[str, str, tuple[str, ...]], dict[str, str]] = {}
+
+
+def image_provides(env: ImageEnv, modules: list[str]) -> dict[str, str]:
+    """``{module: where}`` for each of ``modules`` that ``env``'s image imports from outside its
+    standard library (its site directories first on ``sys.path``, as the runner puts them): one
+    run of its ``python3`` without network, remembered per image. Raises :class:`IanvsError`
+    when the engine does not answer or the image cannot run the probe."""
+    key = (env.image, env.docker_host, tuple(sorted(modules)))
+    if key not in _PROVIDES:
+        try:
+            client = connect(env.docker_host)
+            try:
+                out = run_in_image(client, env.image, provides_probe(list(key[2]), list(env.site)))
+            finally:
+                client.close()
+            found = json.loads(out.strip().splitlines()[-1])["found"]
+        except (ImageError, ValueError, IndexError, KeyError) as exc:
+            raise IanvsError(f"cannot inspect the repository image {env.image}: {exc}",
+                             hint="the docker backend needs the project's Docker engine "
+                                  "(.ci/docker-engine.sh, as root)") from None
+        _PROVIDES[key] = {str(k): str(v) for k, v in found.items()}
+    return dict(_PROVIDES[key])
 
 
 def _existing(client: Any, image: str, docker_host: str) -> ImageEnv:

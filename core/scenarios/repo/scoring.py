@@ -78,7 +78,8 @@ BACKENDS = ("local", "docker")
 #: options of testenv's ``sandbox:`` that are not the docker backend's constructor options, or
 #: that this metric sets itself
 _NOT_DOCKER_OPTIONS = ("backend", "timeout", "timeout_factor", "timeout_floor", "timeout_ceiling",
-                       "memory_mb", "workers", "min_isolation", "image", "docker_host", "read_mounts")
+                       "memory_mb", "workers", "min_isolation", "image", "docker_host", "read_mounts",
+                       "request_read_roots")
 _FIELDS = tuple(SampleResult.__dataclass_fields__)
 
 
@@ -185,9 +186,10 @@ def _sandbox_options(settings: Mapping[str, Any]) -> _Sandbox:
     workers, min_isolation = int(settings.get("workers", 2)), str(settings.get("min_isolation", "kernel"))
     if backend == "local":
         return _Sandbox(backend, workers, min_isolation)
-    if "read_mounts" in settings:
-        raise ConfigError("sandbox.read_mounts is set by repo_tests itself (the views directory)",
-                          hint="remove read_mounts from testenv's sandbox section")
+    for key in ("read_mounts", "request_read_roots"):
+        if key in settings:
+            raise ConfigError(f"sandbox.{key} is set by repo_tests itself (the views directory)",
+                              hint=f"remove {key} from testenv's sandbox section")
     return _Sandbox(backend, workers, min_isolation, str(settings.get("image", BASE_IMAGE)),
                     str(settings.get("docker_host", DEFAULT_DOCKER_HOST)),
                     {k: v for k, v in settings.items() if k not in _NOT_DOCKER_OPTIONS})

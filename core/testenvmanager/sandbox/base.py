@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import abc
 import logging
+import os
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Union
+from typing import Callable, Iterable, Iterator, Sequence, Union
 
 from core.common.class_factory import ClassFactory, ClassType
 from core.common.errors import suggest
@@ -24,7 +25,7 @@ from core.common.errors import suggest
 from .types import ExecRequest, ExecResult, IsolationLevel, UnknownBackendError
 
 __all__ = ["Executor", "BUILTIN_BACKENDS", "register_backend", "get_executor", "known_backends",
-           "check_backend_options"]
+           "check_backend_options", "under_any", "check_read_paths"]
 
 LOGGER = logging.getLogger(__name__)
 
@@ -68,6 +69,31 @@ class Executor(abc.ABC):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def under_any(path: str, roots: Sequence[str]) -> str | None:
+    """The first of ``roots`` that ``path`` equals or lies beneath, or None. Lexical: both are
+    normalised (``..`` and duplicate slashes resolved), symlinks are not followed."""
+    norm = os.path.normpath(path)
+    for root in roots:
+        base = os.path.normpath(root)
+        if norm == base or norm.startswith(base.rstrip("/") + "/"):
+            return root
+    return None
+
+
+def check_read_paths(request: ExecRequest, roots: Sequence[str], backend: str) -> None:
+    """The caller-side check of :attr:`ExecRequest.read_paths` against an executor's
+    ``request_read_roots``: every path must be one of ``roots`` or lie beneath one.
+
+    Raises ``ValueError`` naming the request, the path and the roots otherwise (the fork server
+    checks again, symlinks resolved, and refuses such a request as ``infra_error``).
+    """
+    for path in request.read_paths:
+        if under_any(path, roots) is None:
+            where = ", ".join(roots) if roots else "none: the executor has no request_read_roots"
+            raise ValueError(f"request {request.id!r}: read path {path!r} is not under a request read "
+                             f"root of the {backend} executor ({where})")
 
 
 Factory = Callable[..., Executor]

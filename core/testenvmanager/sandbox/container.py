@@ -58,7 +58,7 @@ import time
 from dataclasses import replace
 from typing import Any, Iterable, Iterator, Mapping
 
-from .base import Executor
+from .base import Executor, check_read_paths, under_any
 from .images import (BASE_IMAGE, DEFAULT_DOCKER_HOST, LABEL, OWNER_LABEL, PACKAGES_DIR,
                      ImageError, connect, owner, sweep, task_image)
 from .leases import UidLease
@@ -159,15 +159,19 @@ class _ContainerServer(LocalExecutor):
     name = "docker"
 
     def __init__(self, client: Any, image: str, runtime: str, limits: Mapping[str, Any],
-                 read_mounts: Mapping[str, str] | None = None, **options: Any) -> None:
+                 read_mounts: Mapping[str, str] | None = None,
+                 request_read_roots: list[str] | None = None, **options: Any) -> None:
         self._client, self._image, self._runtime, self._limits = client, image, runtime, limits
         self._mounts = dict(read_mounts or {})
         self._ctl_dir = ""
         self._container_lease: UidLease | None = None
+        roots = list(request_read_roots or [])
+        # a mount at or beneath a request read root is readable only by the requests naming it
         super().__init__(netns=False, mountns=False, cgroups=False, drop_uid=False,
                          sweep_leftovers=False,
                          hide_packages=False, scratch_parent="/tmp",
-                         read_paths=sorted(self._mounts.values()), **options)
+                         read_paths=sorted(v for v in self._mounts.values() if under_any(v, roots) is None),
+                         request_read_roots=roots, **options)
 
     def _start_server(self, cfg: dict, python: str | None,
                       start_timeout: float) -> tuple[_ContainerProcess, socket.socket]:
@@ -319,9 +323,18 @@ class DockerExecutor(Executor):
         as for the ``local`` backend.
     read_mounts:
         ``{host directory: path in the container}``: each bind-mounted read-only into every
-        container and readable by samples (Landlock), e.g. the repo kind's per-sample views.
-        The container paths must be absolute and outside ``/tmp``, ``/dev/shm``, ``/run`` and
-        the harness's ``/opt/ianvs/harness``.
+        container and readable by every sample (Landlock) unless it lies at or beneath one of
+        ``request_read_roots``. The container paths must be absolute and outside ``/tmp``,
+        ``/dev/shm``, ``/run`` and the harness's ``/opt/ianvs/harness``.
+    request_read_roots:
+        container paths, each at or beneath a ``read_mounts`` path, readable by no request by
+        default: a request reads beneath them only the paths it names in
+        :attr:`ExecRequest.read_paths` (container paths; ``ValueError`` from :meth:`run`, before
+        anything runs, for a path outside every root; the fork server in the container checks
+        again and adds a Landlock read rule for exactly those paths), as for the ``local``
+        backend. The repo kind mounts its run's views directory at
+        ``/opt/ianvs/views`` and names it here; each sample names its own view. A root beneath a
+        mount every sample reads is refused (``ValueError``): it would hide nothing.
     uid_base:
         accepted for compatibility with ``local`` and ignored: every container leases its own
         ``2 * workers + 1`` uids (see the module docstring), since warm pools and fresh mode
@@ -341,7 +354,8 @@ class DockerExecutor(Executor):
                  file_size_mb: int = 64, boundary_limit_mb: int = 16,
                  output_limit: int = 64 * 1024, preload: list[str] | None = None,
                  landlock: bool = True, seccomp: bool = True, start_timeout: float = 60.0,
-                 read_mounts: Mapping[str, str] | None = None, uid_base: int | None = None) -> None:
+                 read_mounts: Mapping[str, str] | None = None,
+                 request_read_roots: Iterable[str] | None = None, uid_base: int | None = None) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
         if seccomp_profile not in ("default", "unconfined"):
@@ -352,6 +366,7 @@ class DockerExecutor(Executor):
             raise ValueError("workers and pool_size must be >= 1")
         del uid_base  # every container leases its own uids
         self.read_mounts = _check_mounts(read_mounts or {})
+        self.request_read_roots = _check_request_roots(self.read_mounts, request_read_roots or ())
         self.image, self.runtime, self.docker_host = image, runtime, docker_host
         self.workers, self.pool_size, self.fresh = int(workers), int(pool_size), bool(fresh_container)
         self.min_isolation = IsolationLevel.parse(min_isolation)
@@ -448,7 +463,8 @@ class DockerExecutor(Executor):
 
             options["preload"] = [*(options.get("preload") or DEFAULT_PRELOAD), *modules]
         return _ContainerServer(self._client, image, self.runtime, self.limits,
-                                read_mounts=self.read_mounts, workers=workers or self.workers, **options)
+                                read_mounts=self.read_mounts, request_read_roots=self.request_read_roots,
+                                workers=workers or self.workers, **options)
 
     # ------------------------------------------------------------------------------ run
     def run(self, requests: Iterable[ExecRequest]) -> Iterator[ExecResult]:
@@ -468,6 +484,7 @@ class DockerExecutor(Executor):
         for req in reqs:
             if req.id in seen:
                 raise ValueError(f"duplicate request id {req.id!r}")
+            check_read_paths(req, self.request_read_roots, self.name)
             seen.add(req.id)
         groups: dict[str, list[ExecRequest]] = {}
         for req in reqs:
@@ -603,6 +620,24 @@ def _check_mounts(mounts: Mapping[str, str]) -> dict[str, str]:
             raise ValueError(f"read_mounts: {inside!r} must be an absolute path outside "
                              f"{', '.join(reserved)}")
         out[os.path.abspath(host)] = norm
+    return out
+
+
+def _check_request_roots(mounts: Mapping[str, str], roots: Iterable[str]) -> list[str]:
+    """``request_read_roots`` checked against the (checked) ``read_mounts``: each a container
+    path at or beneath a mount, and not beneath a mount every sample reads (one that is not
+    itself at or beneath a root). Raises ``ValueError`` naming the entry; returns the
+    normalised roots."""
+    out = [os.path.normpath(str(r)) for r in roots]
+    readable = [inside for inside in mounts.values() if under_any(inside, out) is None]
+    for root in out:
+        if not root.startswith("/") or under_any(root, list(mounts.values())) is None:
+            raise ValueError(f"request_read_roots: {root!r} is not at or beneath a read_mounts path "
+                             f"({', '.join(mounts.values()) or 'none'})")
+        wider = under_any(root, readable)
+        if wider is not None:
+            raise ValueError(f"request_read_roots: {root!r} lies beneath {wider!r}, which every "
+                             "sample may read: it would hide nothing")
     return out
 
 

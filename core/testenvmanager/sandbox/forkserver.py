@@ -870,6 +870,7 @@ class Server:
                 size = os.fstat(payload_fd).st_size
                 payload = marshal.loads(os.pread(payload_fd, size, 0)) if size else {}
                 self._write_files(workdir, payload.get("files") or {})
+            reads = self._request_reads(meta) if role != "judge" else []
             os.chdir(workdir)
             self._limits(meta)
             if role != "judge":
@@ -887,7 +888,7 @@ class Server:
             environ["HOME"] = environ["TMPDIR"] = environ["PWD"] = workdir
             policy = self.walls.get("landlock")
             if policy is not None:
-                policy.apply(rw_dirs=[workdir] if role != "judge" else [])
+                policy.apply(rw_dirs=[workdir] if role != "judge" else [], extra_read_dirs=reads)
             allow = bool(meta.get("allow_subprocess")) and role != "judge"
             inet = meta.get("network") == "loopback" and role != "judge"
             program = self.walls.get("seccomp", {}).get((allow, inet))
@@ -923,6 +924,19 @@ class Server:
                 _loopback_up({"notes": notes})
                 if notes and loopback:
                     raise OSError(notes[0])
+
+    def _request_reads(self, meta: dict) -> list[str]:
+        """The request's ``read_paths`` resolved in this namespace (symlinks followed), each
+        under one of the executor's ``request_read_roots``; raises ValueError otherwise (in
+        ``_wall``: the request is refused as ``infra_error`` before anything untrusted runs)."""
+        roots = self.cfg.get("request_read_roots") or []
+        reads = []
+        for path in meta.get("read_paths") or []:
+            real = os.path.realpath(path) if isinstance(path, str) and path.startswith("/") else ""
+            if not real or not any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
+                raise ValueError(f"read path {path!r} is not under the executor's request read roots")
+            reads.append(real)
+        return reads
 
     def _child(self, role: str, job: _Job, fds: list[int]) -> int:
         """Runs in a forked sample process: wall it in, then hand over to the harness."""
@@ -1285,6 +1299,8 @@ class Server:
 def _prepare_walls(cfg: dict, facts: dict, walls_module, libc) -> dict:
     """Landlock policy and seccomp programs, built once; facts say what is available."""
     walls: dict = {"libc": libc, "apply_seccomp": walls_module.apply_seccomp}
+    # readable only by the requests that name a path under them (Server._request_reads)
+    cfg["request_read_roots"] = [os.path.realpath(p) for p in cfg.get("request_read_roots") or []]
     facts["landlock_abi"] = 0
     facts["seccomp"] = False
     if cfg.get("landlock", True):
@@ -1338,7 +1354,8 @@ def main() -> int:
             cgroup_mounts = sorted({os.path.dirname(p) for p in facts["cgroups"].values()})
             mfacts = modules["mounts"].setup(scratch, cgroup_mounts,
                                              hide_packages=bool(cfg.get("hide_packages", True)),
-                                             expose=list(cfg.get("read_paths") or []),
+                                             expose=[*(cfg.get("read_paths") or []),
+                                                     *(cfg.get("request_read_roots") or [])],
                                              sockets=list(cfg.get("socket_dirs") or []))
             facts["notes"].extend(mfacts.pop("notes"))
             facts["mounts"] = mfacts

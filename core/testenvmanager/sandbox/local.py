@@ -35,7 +35,7 @@ import threading
 import time
 from typing import Iterable, Iterator, Protocol
 
-from .base import Executor
+from .base import Executor, check_read_paths, under_any
 from .leases import FIRST_UID, UidLease
 from .leases import acquire as acquire_uids
 from .leftovers import remove_cgroup
@@ -107,8 +107,21 @@ class LocalExecutor(Executor):
         each kernel mechanism can be switched off (for diagnosis); ``kernel`` and ``full`` need
         all of them.
     read_paths:
-        extra directories sandboxed code may read (Landlock); by default only system directories
-        (``/usr``, ``/lib*``, ``/bin``, ``/sbin``, ``/etc``) and the interpreter's prefix.
+        extra directories every sandboxed process may read (Landlock); by default only system
+        directories (``/usr``, ``/lib*``, ``/bin``, ``/sbin``, ``/etc``) and the interpreter's
+        prefix.
+    request_read_roots:
+        directories that are visible in the sandbox (bound into the server's mount namespace
+        like ``read_paths``) but readable by no request by default: a request reads beneath
+        them only the paths it names in :attr:`ExecRequest.read_paths` (each must be a root or
+        lie beneath one: ``ValueError`` when the request is sent; the fork server checks again
+        with symlinks resolved and refuses a request outside them as ``infra_error``). The
+        child adds a Landlock read rule for exactly those paths before untrusted code runs
+        (e.g. the repo kind: the run's views directory is the root, each sample names its own
+        view). A root beneath a directory every request may read (system directories, the
+        interpreter's prefixes, ``read_paths``) or holding a ``read_paths`` entry is refused
+        (``ValueError`` at construction): it would hide nothing. Without Landlock nothing is
+        enforced (the level is below ``kernel`` then): a request reads whatever its uid can.
     socket_dirs:
         the one allowance for services (default none): each directory is bound read-only at its
         own path into the sandbox's view (also when it sits under ``/tmp`` or ``/run``, which are
@@ -174,6 +187,7 @@ class LocalExecutor(Executor):
         landlock: bool = True,
         seccomp: bool = True,
         read_paths: list[str] | None = None,
+        request_read_roots: list[str] | None = None,
         hide_packages: bool = True,
         socket_dirs: list[str] | None = None,
         workdir_mb: int = 256,
@@ -221,10 +235,13 @@ class LocalExecutor(Executor):
             uid_base = self._lease.base
         #: first uid of this executor's samples (its judges follow at ``uid_base + workers``)
         self.uid_base: int = FIRST_UID if uid_base is None else int(uid_base)
+        #: directories readable only by the requests naming paths beneath them (``read_paths``)
+        self.request_read_roots: list[str] = [os.path.abspath(p) for p in request_read_roots or []]
         cfg = {
             "workers": workers, "drop_uid": bool(drop_uid), "uid_base": self.uid_base,
             "netns": bool(netns), "mountns": bool(mountns), "landlock": bool(landlock),
             "seccomp": bool(seccomp), "read_paths": [os.path.abspath(p) for p in read_paths or []],
+            "request_read_roots": self.request_read_roots,
             "hide_packages": bool(hide_packages), "socket_dirs": [os.path.abspath(p) for p in socket_dirs or []],
             "workdir_mb": int(workdir_mb),
             "workdir_inodes": int(workdir_inodes), "scratch_parent": scratch_parent,
@@ -251,8 +268,28 @@ class LocalExecutor(Executor):
         if self._isolation < self.min_isolation:
             self.close()  # orderly: the server removes its scratch directory and cgroups
             raise IsolationUnavailableError(self._explain_shortfall())
+        clash = self._readable_roots([os.path.abspath(p) for p in read_paths or []])
+        if clash:
+            self.close()
+            raise ValueError(f"{self.name} executor: request_read_roots {clash}")
 
     # ------------------------------------------------------------------------------ helpers
+    def _readable_roots(self, read_paths: list[str]) -> str:
+        """Why a request read root would hide nothing ('' when none): it lies beneath a
+        directory every request reads (as the server reported them), or a ``read_paths``
+        entry lies beneath it."""
+        from .forkserver import READ_DIRS
+
+        everyone = [*READ_DIRS, *self.facts.get("interpreter_dirs", []), *read_paths]
+        for root in self.request_read_roots:
+            wider = under_any(root, everyone)
+            if wider is not None:
+                return f"entry {root!r} lies beneath {wider!r}, which every request may read"
+            inner = next((p for p in read_paths if under_any(p, [root])), None)
+            if inner is not None:
+                return f"entry {root!r} holds the read path {inner!r}, which every request may read"
+        return ""
+
     def _start_server(self, cfg: dict, python: str | None,
                       start_timeout: float) -> tuple["ServerProcess", socket.socket]:
         """Start the fork server with ``cfg``; return its process handle and our socket end.
@@ -435,6 +472,7 @@ class LocalExecutor(Executor):
                     for req in requests:
                         if req.id in seen:
                             raise ValueError(f"duplicate request id {req.id!r}")
+                        check_read_paths(req, self.request_read_roots, self.name)
                         seen.add(req.id)
                         while not window.acquire(timeout=0.1):
                             if cancelled.is_set():

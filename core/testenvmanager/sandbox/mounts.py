@@ -15,7 +15,7 @@ What :func:`setup` builds, each step optional and reported in the returned facts
   path, so the rest of e.g. ``/root`` (keys, caches, the project) disappears from the view;
 * every ``site-packages``/``dist-packages`` directory of the interpreter covered by an empty
   read-only tmpfs: third-party packages (and data they ship, such as benchmark problem files)
-  are not readable by sandboxed code;
+  are not readable by sandboxed code (except a directory named in ``expose``);
 * ``/proc`` remounted with ``hidepid=invisible`` (other uids' processes disappear);
 * the whole tree read-only and ``nosuid`` (``mount_setattr`` recursive), except the scratch
   tmpfs, ``/proc`` (children write their ``oom_score_adj`` before Landlock hides it) and the
@@ -186,7 +186,9 @@ def setup(scratch: str, keep_writable: list[str], hide_packages: bool = True,
     ``keep_writable`` lists mounts to leave writable besides it (cgroup directories in use).
     Must run in a fresh mount namespace, before any child is forked. ``expose`` lists extra
     read-only paths (the executor's ``read_paths``) that are bound back like the interpreter's
-    prefixes when they sit under a directory other users cannot search (``/root/...``).
+    prefixes when they sit under a directory other users cannot search (``/root/...``); a
+    package directory named there is not covered by ``hide_packages`` (a repository
+    environment's own site-packages, while the interpreter's and the system's stay hidden).
     ``sockets`` lists directories holding a service's unix socket (the executor's
     ``socket_dirs``): each is bound back read-only at its own path even under the private
     ``/tmp``/``/run`` tmpfs (held by an ``O_PATH`` descriptor while the tmpfs goes on).
@@ -218,7 +220,10 @@ def setup(scratch: str, keep_writable: list[str], hide_packages: bool = True,
     os.rmdir(staging)
     facts["socket_dirs"] = _bind_held(held, notes)
     if hide_packages:
+        asked = {os.path.realpath(p) for p in expose or []}
         for path in _package_dirs():
+            if os.path.realpath(path) in asked:  # named explicitly: readable, not covered
+                continue
             try:
                 mount("tmpfs", path, "tmpfs", _MS_RDONLY | _MS_NOSUID | _MS_NODEV, "mode=0555,size=4k")
                 facts["hidden_packages"].append(path)
