@@ -160,8 +160,10 @@ class _ContainerServer(LocalExecutor):
 
     def __init__(self, client: Any, image: str, runtime: str, limits: Mapping[str, Any],
                  read_mounts: Mapping[str, str] | None = None,
-                 request_read_roots: list[str] | None = None, **options: Any) -> None:
+                 request_read_roots: list[str] | None = None, one_request: bool = False,
+                 **options: Any) -> None:
         self._client, self._image, self._runtime, self._limits = client, image, runtime, limits
+        self._one_request = bool(one_request)  # the container serves one request, then goes
         self._mounts = dict(read_mounts or {})
         self._ctl_dir = ""
         self._container_lease: UidLease | None = None
@@ -192,7 +194,9 @@ class _ContainerServer(LocalExecutor):
             listener.listen(1)
             cfg = {**cfg, "ctl_path": f"{_CTL_IN}/ctl.sock", "container": True,
                    "oom_cgroup": "/sys/fs/cgroup/memory", "sys_path": [PACKAGES_DIR],
-                   "drop_uid": True, "uid_base": lease.base, "server_uid": lease.base + 2 * workers}
+                   "drop_uid": True, "uid_base": lease.base, "server_uid": lease.base + 2 * workers,
+                   # the container's own network namespace is then the request's
+                   "one_request": self._one_request}
             if self._runtime == "runsc":  # gVisor cannot hand its memfds to the host
                 cfg["inline_limit"] = self.output_limit
             limits = self._limits
@@ -451,7 +455,7 @@ class DockerExecutor(Executor):
         meta = req.metadata
         return self.prepare([(meta.get("run_env"), dict(meta.get("packages") or {}))])[0]
 
-    def _server(self, image: str, workers: int | None = None) -> _ContainerServer:
+    def _server(self, image: str, workers: int | None = None, one_request: bool = False) -> _ContainerServer:
         """A container of ``image`` running the fork server. The image's declared packages
         are preloaded by the server (before any sample runs, so their own use of modules
         the interpreter-level policy refuses to samples, such as numpy's of ``ctypes``, is
@@ -464,7 +468,7 @@ class DockerExecutor(Executor):
             options["preload"] = [*(options.get("preload") or DEFAULT_PRELOAD), *modules]
         return _ContainerServer(self._client, image, self.runtime, self.limits,
                                 read_mounts=self.read_mounts, request_read_roots=self.request_read_roots,
-                                workers=workers or self.workers, **options)
+                                workers=workers or self.workers, one_request=one_request, **options)
 
     # ------------------------------------------------------------------------------ run
     def run(self, requests: Iterable[ExecRequest]) -> Iterator[ExecResult]:
@@ -496,13 +500,17 @@ class DockerExecutor(Executor):
             groups.setdefault(tag, []).append(req)
         with self._lock:
             for tag, group in groups.items():
-                if self.fresh:
-                    yield from _merge([self._fresh_stream(tag, group[i::self.workers])
-                                       for i in range(min(self.workers, len(group)))])
-                else:
+                # ``network: loopback`` needs a network namespace of the request's own, which a
+                # process in a container cannot make: such requests get a container each
+                fresh = group if self.fresh else [r for r in group if r.network == "loopback"]
+                warm = [] if self.fresh else [r for r in group if r.network != "loopback"]
+                streams = [self._fresh_stream(tag, fresh[i::self.workers])
+                           for i in range(min(self.workers, len(fresh)))]
+                if warm:
                     pool = self._pool(tag)
-                    yield from _merge([self._warm_stream(tag, k, group[k::len(pool)])
-                                       for k in range(min(len(pool), len(group)))])
+                    streams += [self._warm_stream(tag, k, warm[k::len(pool)])
+                                for k in range(min(len(pool), len(warm)))]
+                yield from _merge(streams)
 
     def _pool(self, tag: str) -> list[_ContainerServer]:
         pool = self._pools.setdefault(tag, [])
@@ -540,8 +548,8 @@ class DockerExecutor(Executor):
             upcoming: Future | None = None
             try:
                 for i, req in enumerate(group):
-                    current = upcoming or starter.submit(self._server, tag, 1)
-                    upcoming = starter.submit(self._server, tag, 1) if i + 1 < len(group) else None
+                    current = upcoming or starter.submit(self._server, tag, 1, True)
+                    upcoming = starter.submit(self._server, tag, 1, True) if i + 1 < len(group) else None
                     yield self._fresh_one(req, current)
             finally:
                 if upcoming is not None:

@@ -429,9 +429,12 @@ def sweep_uid(uid: int) -> None:
     ``setresuid(0, 0, 0)``; its real uid must leave 0 (or every root process of the host would
     be hit), so for those microseconds a process of ``uid`` could signal the server (Landlock's
     signal scope, ABI >= 6, still stops the samples). A container's server takes CAP_KILL out of
-    its effective set (it stays permitted) and changes only its effective uid: its real and
-    saved uid stay its own (no other process has it), so no process of ``uid`` can ever signal
-    it, and CAP_SETUID, which no uid change between non-zero uids clears, switches it back.
+    its effective set (it stays permitted) and takes ``(uid, uid, own)``: its real uid must
+    leave its own too, because children forked a moment ago still have the server's uids until
+    their set-up gives them theirs, and ``kill(-1)`` matches the sender's real uid as well (a
+    reproduced race: every request being set up while another slot was swept was killed). The
+    saved uid keeps its own, and CAP_SETUID, which no uid change between non-zero uids clears,
+    switches it back.
     """
     uid = int(uid)
     ruid, euid, suid = os.getresuid()
@@ -443,7 +446,10 @@ def sweep_uid(uid: int) -> None:
         effective, permitted, inheritable = _CAPS.get()
         _CAPS.set(effective & ~(1 << _CAP_KILL), permitted, inheritable)
         try:
-            _kill_all_as((-1, uid, -1), (ruid, euid, suid))
+            # the real uid changes too: a child forked a moment ago still has the server's
+            # uids until its set-up takes its own, and kill(-1) also matches the sender's real
+            # uid, so keeping it would kill every child that is being set up right now
+            _kill_all_as((uid, uid, -1), (ruid, euid, suid))
         finally:
             _CAPS.set(effective, permitted, inheritable)
     else:
@@ -915,6 +921,8 @@ class Server:
         if self.slot_procs:
             os.write(self.slot_procs[slot], b"0")
         loopback = meta.get("network") == "loopback"
+        if loopback and self.cfg.get("one_request"):
+            return  # a container made for this request alone: its network namespace is the request's
         if loopback or not self.facts["seccomp"]:
             if self.walls["libc"].unshare(_CLONE_NEWNET) != 0:
                 if loopback:

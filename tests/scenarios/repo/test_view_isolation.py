@@ -105,7 +105,7 @@ def _samples(tasks: dict[str, dict], root: Path, local: bool) -> list[Sample]:
 
 def _check(results: dict[str, SampleResult], root: Path, local: bool) -> None:
     names = [*probes(str(root), local), "twin0", "twin1", "twin2", "twin3", "honest0", "honest1"]
-    not_passed = {n: (results[n].outcome, results[n].detail) for n in names if results[n].outcome != "passed"}
+    not_passed = {n: (results[n].outcome, results[n].detail, results[n].duration_s) for n in names if results[n].outcome != "passed"}
     assert not not_passed, not_passed
     assert {r.isolation for r in results.values()} <= {"kernel", "full"}
 
