@@ -431,8 +431,8 @@ def test_fresh_container_that_stops_answering_is_removed_at_the_timeout(client) 
         start_server = ex._server
         frozen: list = []
 
-        def paused(tag: str, workers: int | None = None):
-            server = start_server(tag, workers)
+        def paused(tag: str, workers: int | None = None, one_request: bool = False):
+            server = start_server(tag, workers, one_request)
             server.container.pause()
             frozen.append(server.container.id)
             return server
