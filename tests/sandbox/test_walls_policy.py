@@ -28,6 +28,7 @@ from typing import Callable
 import pytest
 
 from tests.sandbox.test_walls import (  # noqa: F401 - need_seccomp is a fixture
+    _errno_of,
     ARCH, LIBC, _AUDIT, _bpf_run, _errno_ret, assert_exit0, assert_sigsys, need_seccomp, run_child, walls,
 )
 
@@ -338,14 +339,6 @@ def _sys_nr(number: int, *args: int) -> str:
     ctypes.set_errno(0)
     res = LIBC.syscall(ctypes.c_long(number), *(ctypes.c_long(a) for a in args))
     return "ok" if res >= 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
-
-
-def _errno_of(action: Callable[[], object]) -> str:
-    try:
-        action()
-    except OSError as exc:
-        return errno.errorcode.get(exc.errno or 0, str(exc.errno))
-    return "ok"
 
 
 def _victim() -> tuple[int, int]:

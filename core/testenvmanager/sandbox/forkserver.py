@@ -302,6 +302,10 @@ _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 #: set by :func:`_container_privileges` in a container's server: its children clear every
 #: capability with it once they have their own uid (None everywhere else)
 _CAPS: "_Capabilities | None" = None
+#: ``capget`` for every server (set in :func:`main`): :func:`sweep_uid` checks its effective set
+#: before each ``kill(-1)`` with one system call instead of parsing ``/proc`` (the server is
+#: single-threaded and does this once per request)
+_CAPGET: "_Capabilities | None" = None
 
 
 class _Capabilities:
@@ -474,8 +478,9 @@ def _kill_all_as(switch: tuple[int, int, int], restore: tuple[int, int, int]) ->
 
 def _effective_caps() -> int:
     """This thread's effective capabilities (all bits set when they cannot be read)."""
-    if _CAPS is not None:
-        return _CAPS.get()[0]
+    probe = _CAPS or _CAPGET
+    if probe is not None:
+        return probe.get()[0]
     try:
         with open("/proc/thread-self/status", "rb") as fh:
             for line in fh:
@@ -1349,6 +1354,8 @@ def main() -> int:
     facts["container"] = bool(cfg.get("container"))
     if facts["container"]:
         _container_privileges(cfg, facts, libc)  # leave uid 0 before anything else runs
+    global _CAPGET
+    _CAPGET = _Capabilities(libc)
     # a container's task image keeps its packages outside site-packages (this server runs -S)
     sys.path.extend(p for p in cfg.get("sys_path") or [] if p not in sys.path)
     _setup_cgroups(cfg, facts)
