@@ -10,6 +10,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # over 5 s: the fast tier stays under 5 minutes
 def test_core_type_checks(tmp_path: Path) -> None:
     pytest.importorskip("mypy", reason="mypy comes with the [test] extra")
     res = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache")],

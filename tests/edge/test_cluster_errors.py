@@ -22,6 +22,7 @@ def test_a_scheduler_that_exits_is_reported_with_its_log_tail(tmp_path: Path) ->
     assert not cluster.procs  # everything started was stopped again
 
 
+@pytest.mark.slow  # over 5 s: the fast tier stays under 5 minutes
 def test_workers_that_never_register_time_out_with_every_log_tail(tmp_path: Path) -> None:
     """The scheduler is a process that never listens, the worker one that only prints."""
     cluster = EdgeCluster([WorkerSpec("edge1", prefix=["sh", "-c", "echo worker-said-9917; sleep 60", "sh"])],

@@ -31,6 +31,7 @@ def _lines(caplog: pytest.LogCaptureFixture, *words: str) -> list[str]:
             if r.name == EXECUTOR_LOG and all(w in r.getMessage() for w in words)]
 
 
+@pytest.mark.slow  # over 5 s: the fast tier stays under 5 minutes
 def test_node_lost_and_joined_mid_run_are_logged_once_by_name(caplog) -> None:
     """edge2 is killed -9 while grading: one WARNING naming it, its samples graded by edge1;
     edge3 joins afterwards: one INFO naming it, and it grades in the next run."""

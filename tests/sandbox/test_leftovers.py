@@ -220,6 +220,7 @@ def _stale_postgres() -> str | None:
     return line.strip()
 
 
+@pytest.mark.slow  # over 5 s: the fast tier stays under 5 minutes
 @root_only
 def test_clean_removes_dead_owners_leftovers_and_keeps_live_ones(netns_pair: tuple[str, str],
                                                                  tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ def _rank(tmp_path: Path) -> dict[str, dict[str, str]]:
     return {r["basemodel-generator"]: r for r in csv.DictReader(open(path))}
 
 
+@pytest.mark.slow  # over 5 s: the fast tier stays under 5 minutes
 def test_export_rate_import_rescore(scenario_job, tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "issues.jsonl",
                        read_jsonl(BENCH / "issue/data/issues_subset.jsonl")[:3])

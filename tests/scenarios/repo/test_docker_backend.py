@@ -96,6 +96,7 @@ def test_a_run_env_image_is_used_as_is(image_env: ImageEnv) -> None:
         ensure_image_env([], run_env="ianvs-sandbox/python:base")  # no pytest there
 
 
+@pytest.mark.slow  # over 5 s: the fast tier stays under 5 minutes
 def test_shipped_toolz_tasks_match_the_local_backend(image_env: ImageEnv, repo_env: RepoEnv, toolz_root: Path,
                                                      views_dir: Path) -> None:
     tasks = _pick(PICK)

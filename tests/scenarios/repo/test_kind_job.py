@@ -149,6 +149,7 @@ def inject_body(code: str) -> str:
     return ast.get_source_segment(code, node) or ""
 
 
+@pytest.mark.slow  # over 5 s: the fast tier stays under 5 minutes
 def test_an_environment_that_cannot_be_made_is_one_readable_error(tmp_path: Path) -> None:
     from core.common.errors import IanvsError
     from core.scenarios.repo.env import ensure_env
