@@ -1,11 +1,10 @@
 """Two ``ianvs -f`` runs of the HumanEval job on one machine give the scores of one run alone,
 even when one run's samples attack every process near them.
 
-Each run ranks three generators on the 21-task subset: ``canonical`` (1.0), ``broken`` (0.0) and
-a ``replay`` of hostile samples that first try to reach other processes (``prlimit`` to zero CPU
-and one open file, lowest priority, CPU affinity, SIGSTOP and SIGKILL) on
-every pid around their own -- where the other run's fork server, judges and samples live -- and
-then define the canonical solution. Each executor has its own uid block (leases), and the seccomp
+Each run grades, on the 21-task subset, a ``replay`` of hostile samples that first try to reach
+other processes (``prlimit`` to zero CPU and one open file, lowest priority, CPU affinity,
+SIGSTOP and SIGKILL) on every pid around their own -- where the other run's fork server, judges
+and samples live -- and then define the canonical solution. Each executor has its own uid block (leases), and the seccomp
 filter confines those calls to the caller, so nothing reaches the other run: every score equals
 the run alone, and no row has an ``infra_error``. The interpreter's audit hook is off in these
 jobs (it would report the attempts as violations): what protects the other run is the kernel.
@@ -42,7 +41,7 @@ for _pid in range(max(2, _me - 3000), _me + 3000):
             pass
 '''
 
-HYPER = ('        - generator:\n            values: ["canonical", "broken", "replay"]\n'
+HYPER = ('        - generator:\n            values: ["replay"]\n'
          '        - samples_path:\n            values: ["{samples}"]\n')
 
 
@@ -89,7 +88,6 @@ def test_two_concurrent_runs_score_like_one_run_alone(tmp_path: Path) -> None:
     runs = {name: (tmp_path / name, _job(tmp_path / name / "job")) for name in ("alone", "a", "b")}
     alone_dir, alone_job = runs["alone"]
     alone = _scores(alone_dir, _start(alone_job, alone_dir))
-    assert float(alone["canonical"]["pass@1"]) == 1.0 and float(alone["broken"]["pass@1"]) == 0.0
     assert float(alone["replay"]["pass@1"]) == 1.0, alone["replay"]  # the attacks hurt nobody
     procs = {name: _start(runs[name][1], runs[name][0]) for name in ("a", "b")}
     together = {name: _scores(runs[name][0], proc) for name, proc in procs.items()}
