@@ -462,3 +462,26 @@ def test_pool_of_several_warm_containers_and_replacement_of_a_dead_one(client) -
         assert all(r.passed for r in again.values()), [r.detail for r in again.values()]
         assert victim.short_id not in {r.stdout.strip()[:12] for r in again.values()}
         assert ex.alive()
+
+
+def test_slot_memory_groups_are_made_under_the_container_limit_and_removed(client) -> None:
+    """Each container's slot groups sit beside the container under one parent whose limit is
+    the container's; a request's limit is set on its slot; closing removes the parent from
+    every hierarchy the engine made it in."""
+    import glob
+
+    from core.testenvmanager.sandbox import slotgroups
+
+    mine = f"ianvs-sandbox-{os.getpid()}-"
+    before = set(glob.glob(f"{slotgroups.CGROUP_ROOT}/*/{mine}*"))  # other executors of this session
+    with get_executor("docker", workers=2, container_memory_mb=700) as ex:
+        res = run_one(ex, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add", memory_mb=200)
+        assert res.passed, res.detail
+        parents = [p for p in glob.glob(f"{slotgroups.CGROUP_ROOT}/memory/{mine}*") if p not in before]
+        assert len(parents) == 1, parents
+        with open(f"{parents[0]}/memory.limit_in_bytes") as fh:
+            assert int(fh.read()) == 700 << 20
+        slots = sorted(glob.glob(f"{parents[0]}/slot*/memory.limit_in_bytes"))
+        assert len(slots) == 2
+        assert any(int(open(path).read()) == 200 << 20 for path in slots)
+    assert set(glob.glob(f"{slotgroups.CGROUP_ROOT}/*/{mine}*")) <= before

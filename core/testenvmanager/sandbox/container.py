@@ -65,6 +65,7 @@ from .leases import UidLease
 from .leases import acquire as acquire_uids
 from .local import LocalExecutor
 from .owners import pid_alive
+from . import slotgroups
 from .types import (ExecRequest, ExecResult, ExecutorClosedError, IsolationLevel,
                     IsolationUnavailableError, Outcome)
 
@@ -167,6 +168,7 @@ class _ContainerServer(LocalExecutor):
         self._mounts = dict(read_mounts or {})
         self._ctl_dir = ""
         self._container_lease: UidLease | None = None
+        self._slot_groups: slotgroups.SlotGroups | None = None
         roots = list(request_read_roots or [])
         # a mount at or beneath a request read root is readable only by the requests naming it
         super().__init__(netns=False, mountns=False, cgroups=False, drop_uid=False,
@@ -202,6 +204,18 @@ class _ContainerServer(LocalExecutor):
             limits = self._limits
             memory_mb = int(limits["memory_mb"])
             tmpfs = f"rw,nosuid,nodev,size={int(limits['tmpfs_mb'])}m,mode=1777"
+            # per-slot memory groups made by this (root) process, under the container's limit
+            groups = None if self._runtime == "runsc" else slotgroups.make(
+                workers, memory_mb, cfg["server_uid"])
+            self._slot_groups = groups
+            extra: dict[str, Any] = {}
+            volumes = {**{host: {"bind": inside, "mode": "ro"} for host, inside in self._mounts.items()},
+                       _HARNESS: {"bind": _HARNESS_IN, "mode": "ro"},
+                       self._ctl_dir: {"bind": _CTL_IN, "mode": "rw"}}
+            if groups is not None:
+                cfg["slot_memory"] = groups.in_container()
+                extra["cgroup_parent"] = groups.cgroup_parent
+                volumes[groups.parent] = {"bind": slotgroups.IN_CONTAINER, "mode": "rw"}
             try:
                 container = self._client.containers.run(
                     self._image, ["python3", "-I", "-S", "-B", f"{_HARNESS_IN}/forkserver.py",
@@ -216,9 +230,7 @@ class _ContainerServer(LocalExecutor):
                     nano_cpus=int(float(limits["cpus"]) * 1e9), runtime=self._runtime,
                     environment={"LANG": "C.UTF-8"}, labels={LABEL: "1", "io.ianvs.kind": "server",
                                                              OWNER_LABEL: owner()},
-                    volumes={**{host: {"bind": inside, "mode": "ro"} for host, inside in self._mounts.items()},
-                             _HARNESS: {"bind": _HARNESS_IN, "mode": "ro"},
-                             self._ctl_dir: {"bind": _CTL_IN, "mode": "rw"}})
+                    volumes=volumes, **extra)
             except Exception as exc:  # noqa: BLE001 - ImageNotFound, APIError, transport
                 raise ExecutorClosedError(f"cannot start a container from {self._image!r}: {exc}") from None
             handle = _ContainerProcess(container)
@@ -279,6 +291,9 @@ class _ContainerServer(LocalExecutor):
             proc.kill()
         if self._ctl_dir:
             shutil.rmtree(self._ctl_dir, ignore_errors=True)
+        groups, self._slot_groups = getattr(self, "_slot_groups", None), None
+        if groups is not None:
+            groups.remove()
         self._release_lease()
 
     def _release_lease(self) -> None:

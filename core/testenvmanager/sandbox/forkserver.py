@@ -1359,6 +1359,8 @@ def main() -> int:
     # a container's task image keeps its packages outside site-packages (this server runs -S)
     sys.path.extend(p for p in cfg.get("sys_path") or [] if p not in sys.path)
     _setup_cgroups(cfg, facts)
+    if not facts.get("slot_memory") and cfg.get("slot_memory"):  # a container's: made by the host
+        facts["slot_memory"] = [p for p in cfg["slot_memory"] if os.path.isdir(p)]
     slots: list = []
     scratch = ""
     try:

@@ -116,7 +116,13 @@ def _scan(parent: str, pattern: re.Pattern[str], kind: str,
 def _cgroup_dirs(root: str) -> list[str]:
     if os.path.isfile(os.path.join(root, "cgroup.controllers")):  # cgroup v2: one hierarchy
         return [root]
-    return [os.path.join(root, ctrl) for ctrl in ("pids", "memory")]
+    # every v1 hierarchy: the docker backend's container groups (``cgroup_parent``) are made by
+    # the engine in all of them, the fork server's own in ``pids`` and ``memory``
+    try:
+        return sorted(entry.path for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False)
+                      and os.path.isfile(os.path.join(entry.path, "cgroup.procs")))
+    except OSError:
+        return []
 
 
 def _cgroup_procs(path: str) -> list[int]:
