@@ -39,7 +39,6 @@ statements, timing of ``==`` itself) is described in docs/sandbox.md, "Cross-sam
 
 from __future__ import annotations
 
-import ast
 import builtins
 import os
 import sys
@@ -102,7 +101,8 @@ def candidate_main(payload: dict, codec: Any, install_policy: Callable[..., None
     import gc
 
     gc.freeze()  # the server's objects never need collecting here: GC passes stay short
-    limits = codec.Limits(**payload.get("limits", {}))
+    given = payload.get("limits")  # a spawner passes one prepared Limits for every candidate
+    limits = given if isinstance(given, codec.Limits) else codec.Limits(**(given or {}))
     violations: list[str] = []
     write_frame, encode, decode = codec.write_frame, codec.encode, codec.decode
 
@@ -304,8 +304,9 @@ def judge_loop(codec: Any, limits: dict, control: int = 3) -> int:
     """A slot's long-lived judge: run one request at a time until the server hangs up.
 
     Each request arrives on ``control`` (a SOCK_SEQPACKET socket) as ``{"seq", "nonce",
-    "timeout", "memory_mb"}`` with four descriptors: the judge payload (marshal: test, helpers,
-    entry point), the candidate's channel (read end), the channel to the candidate (write end)
+    "timeout", "memory_mb"}`` (``marshal``: from the server, trusted) with four descriptors:
+    the judge payload (marshal: test, helpers, entry point), the candidate's channel (read
+    end), the channel to the candidate (write end)
     and the verdict memfd. Per request the CPU and memory soft limits are set from the request,
     and the state a test may change in this process (random generator, recursion limit, working
     directory, standard streams) is restored, so every test starts as in a fresh process; a
@@ -325,6 +326,8 @@ def judge_loop(codec: Any, limits: dict, control: int = 3) -> int:
     space = _socket.CMSG_SPACE(4 * array("i").itemsize)
     rng_state = random.getstate()
     recursion = sys.getrecursionlimit()
+    hard_cpu = resource.getrlimit(resource.RLIMIT_CPU)[1]  # hard limits never change here
+    hard_as = resource.getrlimit(resource.RLIMIT_AS)[1]
     streams = (sys.stdout, sys.stderr, sys.stdin)
     while True:
         try:
@@ -339,18 +342,14 @@ def judge_loop(codec: Any, limits: dict, control: int = 3) -> int:
             return 0
         owned = list(fds)  # closed below, except what judge_main takes over
         try:
-            import json
-
-            request = json.loads(data)
+            request = marshal.loads(data)
             payload_fd, from_candidate, to_candidate, verdict_fd = fds
             cpu = resource.getrusage(resource.RUSAGE_SELF)
             used = int(cpu.ru_utime + cpu.ru_stime) + 1
-            hard_cpu = resource.getrlimit(resource.RLIMIT_CPU)[1]
             soft_cpu = used + int(float(request["timeout"])) + 2
             if hard_cpu != resource.RLIM_INFINITY:
                 soft_cpu = min(soft_cpu, hard_cpu)
             resource.setrlimit(resource.RLIMIT_CPU, (soft_cpu, hard_cpu))
-            hard_as = resource.getrlimit(resource.RLIMIT_AS)[1]
             soft_as = int(request["memory_mb"]) << 20
             if hard_as != resource.RLIM_INFINITY:
                 soft_as = min(soft_as, hard_as)
@@ -459,6 +458,7 @@ def _message_names(msg: ast.expr) -> list[str] | None:
     """The names an assert message reads from its scope (names it binds itself, in a
     comprehension, lambda or ``:=``, excluded), or None when the message must be evaluated in
     place because it contains ``yield`` or ``await``."""
+    import ast  # only judges rewrite tests: the fork server's image stays without it
     loads: list[str] = []
     bound: set[str] = set()
     for node in ast.walk(msg):
@@ -475,14 +475,13 @@ def _message_names(msg: ast.expr) -> list[str] | None:
 
 #: fields of statement nodes that hold statement lists (where an ``assert`` can stand)
 _BODIES = ("body", "orelse", "finalbody")
-_TRY_TYPES = (ast.Try, getattr(ast, "TryStar", ast.Try))
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def _statement_lists(tree: ast.Module) -> Iterator[list[ast.stmt]]:
     """Every statement list of ``tree`` (module, function, class and compound-statement
     bodies, ``except`` handlers, ``match`` cases). Expressions are not entered: statements
     never stand inside one (a ``lambda`` body is an expression)."""
+    import ast  # only judges rewrite tests: the fork server's image stays without it
     stack: list[list[ast.stmt]] = [tree.body]
     while stack:
         stmts = stack.pop()
@@ -504,11 +503,14 @@ def _guarded_asserts(tree: ast.Module) -> set[int]:
     directly or through a function of the test called by name from inside one. The test can
     catch what they raise, so they must raise it. A test without any such block (found by a
     walk over its statements only) has none."""
+    import ast  # only judges rewrite tests: the fork server's image stays without it
+    try_types = (ast.Try, getattr(ast, "TryStar", ast.Try))
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
     if not any(isinstance(node, (ast.With, ast.AsyncWith)) or
-               (isinstance(node, _TRY_TYPES) and node.handlers)
+               (isinstance(node, try_types) and node.handlers)
                for stmts in _statement_lists(tree) for node in stmts):
         return set()
-    defined = {node.name for node in ast.walk(tree) if isinstance(node, _FUNCTIONS)}
+    defined = {node.name for node in ast.walk(tree) if isinstance(node, functions)}
     guarded_functions: set[str] = set()
     while True:
         found: set[int] = set()
@@ -516,7 +518,7 @@ def _guarded_asserts(tree: ast.Module) -> set[int]:
         stack: list[tuple[ast.AST, bool]] = [(tree, False)]
         while stack:
             node, guarded = stack.pop()
-            if isinstance(node, _FUNCTIONS) and node.name in guarded_functions:
+            if isinstance(node, functions) and node.name in guarded_functions:
                 guarded = True
             if guarded:
                 if isinstance(node, ast.Assert):
@@ -524,7 +526,7 @@ def _guarded_asserts(tree: ast.Module) -> set[int]:
                 elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                         and node.func.id in defined:
                     called.add(node.func.id)
-            if isinstance(node, _TRY_TYPES) and node.handlers:
+            if isinstance(node, try_types) and node.handlers:
                 stack.extend((child, True) for child in node.body)
                 stack.extend((child, guarded) for child in [*node.handlers, *node.orelse,
                                                             *node.finalbody])
@@ -544,7 +546,7 @@ class _Message:
 
     __slots__ = ("tree", "filename", "code")
 
-    def __init__(self, tree: ast.Expression, filename: str) -> None:
+    def __init__(self, tree: Any, filename: str) -> None:
         self.tree, self.filename, self.code = tree, filename, None
 
     def compiled(self) -> Any:
@@ -569,6 +571,7 @@ def _assert_guard(node: ast.Assert, site: int, filename: str) -> tuple[ast.stmt,
     Statement level, in the assert's own scope (class bodies, ``:=`` and ``yield`` in the test
     keep their meaning); ``msg`` becomes a separate ``lambda name, ...: msg``. Every new node
     takes the assert's position; the original ``test`` and ``msg`` keep theirs."""
+    import ast  # only judges rewrite tests: the fork server's image stays without it
     where = {"lineno": node.lineno, "col_offset": node.col_offset,
              "end_lineno": node.end_lineno, "end_col_offset": node.end_col_offset}
 
@@ -611,6 +614,7 @@ def _rewrite_asserts(source: str, filename: str) -> tuple[Any, _Sites]:
     numbers stay those of the source; sites are numbered in source order. Raises SyntaxError
     like :func:`compile`. Only statement lists are walked and only new nodes are given
     positions, so the cost is a parse, a compile and a small constant per assert."""
+    import ast  # only judges rewrite tests: the fork server's image stays without it
     if "assert" not in source:
         return compile(source, filename, "exec"), ()
     tree = ast.parse(source, filename, "exec")

@@ -612,6 +612,7 @@ class Server:
             self.slot_procs.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _SLOT_FD))
             os.close(fd)
         self.slot_limit: dict[int, int] = {}  # slot -> memory limit now set on its group
+        self.in_spawner = False  # True in a spawner (and the children it forks)
         self.record_buf = bytearray(_RECORD_HEAD)  # see _record
         self.pending: collections.deque[tuple[int, dict, dict[str, int]]] = collections.deque()
         self.active: dict[int, _Job] = {}  # seq -> job whose sample process runs
@@ -798,6 +799,9 @@ class Server:
             if fd > start:
                 os.closerange(start, fd)
             start = max(start, fd + 1)
+        self.in_spawner = True
+        self._static_limits()  # once here instead of in every child
+        self.boundary_limits = self.modules["codec"].Limits(**self.boundary_limits)  # built once
         wake_r, wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
@@ -978,8 +982,8 @@ class Server:
         job.running.add(role)
         self.active[seq] = job
         if judge is not None:
-            request = json.dumps({"seq": seq, "nonce": job.nonce, "timeout": job.meta.get("timeout", 10.0),
-                                  "memory_mb": job.meta.get("memory_mb", 1024)}).encode("ascii")
+            request = marshal.dumps({"seq": seq, "nonce": job.nonce, "timeout": job.meta.get("timeout", 10.0),
+                                     "memory_mb": job.meta.get("memory_mb", 1024)})
             try:
                 judge.sock.sendmsg([request], [(_SOL_SOCKET, _SCM_RIGHTS, self.channel.array(
                     "i", [fds["judge"], pipes[0], pipes[3], job.mem["verdict"]]).tobytes())])
@@ -1048,8 +1052,11 @@ class Server:
         ``setup_fd`` and returns None; on success ``setup_fd`` is closed, so the sample can never
         claim an infra failure."""
         try:
-            # objects owning descriptors must not close a reused number when collected later
-            self._forget_server()
+            if self.in_spawner:  # the spawner let go of the server's state already
+                signal.set_wakeup_fd(-1)
+                _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+            else:  # objects owning descriptors must not close a reused number when collected later
+                self._forget_server()
             os.setsid()
             # move every descriptor we pass out of the way, then into place as 0, 1, 2, 3, ...
             moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, _LOW_FD) for fd in fds]
@@ -1159,26 +1166,39 @@ class Server:
             with open(fd, "w", encoding="utf-8") as fh:
                 fh.write(text)
 
-    def _limits(self, meta: dict) -> None:
-        """rlimits of a child. A judge (``timeout`` 0) gets open CPU and memory hard limits: it
-        lowers the soft ones for each request it runs."""
+    def _static_limits(self) -> None:
+        """The rlimits that are the same for every child (core dumps, file size, open files,
+        processes). Set in each judge, and once in each spawner, whose children
+        inherit them (a spawner never needs more than these)."""
         lim = self.limits
-        timeout = float(meta.get("timeout", 10.0))
-        memory = int(meta.get("memory_mb", 1024)) << 20
-        for rlim, value in ((resource.RLIMIT_AS, memory),
-                            (resource.RLIMIT_CPU, int(timeout) + 2 if timeout else 0),
-                            (resource.RLIMIT_CORE, 0),
+        for rlim, value in ((resource.RLIMIT_CORE, 0),
                             (resource.RLIMIT_FSIZE, int(lim.get("file_size_mb", 64)) << 20),
                             (resource.RLIMIT_NOFILE, int(lim.get("open_files", 256))),
                             (resource.RLIMIT_NPROC, int(lim.get("processes", 64)))):
             hard = self.hard_limits[rlim]
-            if rlim in (resource.RLIMIT_AS, resource.RLIMIT_CPU) and not value:
+            if hard != resource.RLIM_INFINITY and value > hard:
+                value = hard
+            resource.setrlimit(rlim, (value, value))
+
+    def _limits(self, meta: dict) -> None:
+        """rlimits of a child: the request's memory (address space) and CPU limits, the static
+        ones (:meth:`_static_limits`) unless a spawner set them already, and the OOM score. A
+        judge (``timeout`` 0) gets open CPU and memory hard limits: it lowers the soft ones
+        for each request it runs."""
+        timeout = float(meta.get("timeout", 10.0))
+        memory = int(meta.get("memory_mb", 1024)) << 20
+        for rlim, value in ((resource.RLIMIT_AS, memory),
+                            (resource.RLIMIT_CPU, int(timeout) + 2 if timeout else 0)):
+            hard = self.hard_limits[rlim]
+            if not value:
                 resource.setrlimit(rlim, (hard, hard))
                 continue
             if hard != resource.RLIM_INFINITY and value > hard:
                 value = hard
             resource.setrlimit(rlim, (value, value))
-        os.umask(0o077)
+        if not self.in_spawner:
+            self._static_limits()
+        os.umask(0o077)  # after the request's files were written (they stay readable)
         try:  # children are the OOM killer's first victims, before the server or the host's jobs
             fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
             try:
