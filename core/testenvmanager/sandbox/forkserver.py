@@ -22,14 +22,17 @@ The server never reads a program, a test or a sample's output: they reach the ch
 descriptors, so a forked child cannot find another request's test or solution in the memory it
 inherits from the server.
 
-Per request the server forks either one child (in-process tier) or a *judge* and a *candidate*
-(boundary tier, see :mod:`boundary`). Each child starts a new session, arranges its descriptors,
-reads its payload, enters its private working directory, applies rlimits, drops to its own
-unprivileged uid, and applies Landlock and seccomp before any untrusted code runs. The server
-enforces the wall-clock timeout (SIGKILL to every process group of the request), reaps escaped
-descendants, grades from kernel facts (exit status, signals, rusage, cgroup OOM counts) and the
-judge's record, and drops the working directory with its slot's tmpfs when it is not empty. It
-never runs untrusted code itself and is single-threaded.
+Per request the slot's *spawner* (a fork of the server made when serving starts, one per slot,
+see :class:`_Spawner`) forks one child (in-process tier), or the candidate while the slot's
+long-lived *judge* (forked by the server) runs the test (boundary tier, see :mod:`boundary`). The
+server itself never forks per request. Each child starts a new session, arranges its
+descriptors, reads its payload, enters its private working directory, applies rlimits, drops to
+its own unprivileged uid, and applies Landlock and seccomp before any untrusted code runs. The
+spawner reaps its children and reports how each ended; the server enforces the wall-clock
+timeout (SIGKILL to every process group of the request, through the spawner), kills escaped
+descendants (uid sweep), grades from kernel facts (exit status, signals, rusage, cgroup OOM
+counts) and the judge's record, and drops the working directory with its slot's tmpfs when it
+is not empty. Neither runs untrusted code; each is single-threaded.
 """
 
 from __future__ import annotations
