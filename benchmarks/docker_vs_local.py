@@ -29,6 +29,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _provenance import Provenance  # noqa: E402
 
 from core.testenvmanager.sandbox import ExecRequest, Executor, Outcome, get_executor  # noqa: E402
 
@@ -61,6 +64,7 @@ def main() -> int:
                         help="rounds of fresh containers (each takes about a minute)")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
+    provenance = Provenance()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     reqs = requests()
     n = len(reqs)
@@ -95,6 +99,7 @@ def main() -> int:
         extra = figures[label]["wall_ms"] - figures["local"]["wall_ms"]
         print(f"{label:>6}: {extra:+7.1f} ms per sample per worker over local "
               f"({figures[label]['sps'] / local:.2f}x local's throughput)")
+    print(provenance.line())
     print(f"local_sps={local:.1f} docker_sps={docker:.1f} fresh_sps={fresh:.1f} "
           f"all_passed={'true' if all_passed else 'false'}")
     return 0 if all_passed else 1
