@@ -6,8 +6,8 @@ repositories' environments), optionally points its ``test_index`` at another fil
 example's ``data/`` (``--data humaneval.jsonl``: the full HumanEval set), and runs
 ``ianvs -f benchmarkingjob.yaml --no-progress`` on it, ``--hogs`` busy-looping processes beside
 it (0: alone). Prints, per generator row of the leaderboard, its main columns and
-``latency_s``/``tokens_per_s``, the model's load time and thread count from the log, then a
-provenance line (:mod:`_provenance`) and, last::
+``latency_s``/``tokens_per_s``, the model's load time and thread count from the log, the LLM
+judge's call times (jobs with a judge), then a provenance line (:mod:`_provenance`) and, last::
 
     job=<name> wall_s=<n> cpu_s=<n> model_load_s=<n> tasks=<n> hogs=<n> rows=<n> gold_ok=<true|false>
 
@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import multiprocessing
 import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -107,6 +109,18 @@ def rows(root: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(open(next(root.glob("workspace/*/rank/all_rank.csv")))))
 
 
+def judge_calls(root: Path) -> list[float]:
+    """Seconds of every LLM-judge call of the run (``judge_generations.jsonl``)."""
+    seconds = []
+    for path in root.glob("workspace/**/judge_generations.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                seconds.append(float(json.loads(line)["latency_s"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+    return seconds
+
+
 def gold_ok(job: str, table: list[dict[str, str]]) -> bool:
     ok = True
     for row in table:
@@ -143,6 +157,10 @@ def main() -> int:
             print(f"generator={row.get('basemodel-generator', '?')} {shown}", flush=True)
         for seconds, threads in loads:
             print(f"model_loaded_s={seconds} threads={threads}")
+        judged = judge_calls(root)
+        if judged:
+            print(f"judge calls: {len(judged)}, {min(judged):.1f}-{max(judged):.1f} s each "
+                  f"(median {statistics.median(judged):.1f} s)")
         if args.leaderboard:
             subprocess.run([sys.executable, "-m", "core.cmd.benchmarking", "leaderboard",
                             "workspace", "-o", str(args.leaderboard.resolve())],
