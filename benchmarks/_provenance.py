@@ -117,6 +117,14 @@ class Provenance:
     def date(self) -> str:
         return self.started.strftime("%Y-%m-%dT%H:%M:%SZ")
 
+    def note(self) -> str:
+        """The docs' provenance note for these figures: ``\`command\`, 2026-11-25, load 1.2-1.9``
+        (date only, load rounded to one decimal; see docs/testing.md)."""
+        end = _load1()
+        load = ("not recorded" if self.load_start is None or end is None
+                else f"{self.load_start:.1f}-{end:.1f}")
+        return f"`{self.command}`, {self.started:%Y-%m-%d}, load {load}"
+
     def line(self) -> str:
         """``provenance: date=... load=<start>-<now> nice=... commit=... machine="..."
         command="..."`` (one line)."""

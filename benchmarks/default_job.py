@@ -14,7 +14,8 @@ judge's call times (jobs with a judge), then a provenance line (:mod:`_provenanc
 ``cpu_s`` is the CPU time of ``ianvs`` and every descendant it waited for (generation,
 sandboxes). ``gold_ok``: the gold controls scored as they must (``canonical``/``reference`` 1.0
 on the job's main metric, ``broken`` 0.0). ``--leaderboard FILE`` also writes the run's
-``ianvs leaderboard`` board to FILE (``docs/leaderboards/codegen-default.md`` is made so).
+``ianvs leaderboard`` board to FILE, followed by its provenance note
+(``docs/leaderboards/codegen-default.md`` is made so).
 
 Usage: ``python benchmarks/default_job.py [--job codegen] [--data FILE] [--hogs 0]
 [--leaderboard FILE] [--keep DIR]``
@@ -162,9 +163,12 @@ def main() -> int:
             print(f"judge calls: {len(judged)}, {min(judged):.1f}-{max(judged):.1f} s each "
                   f"(median {statistics.median(judged):.1f} s)")
         if args.leaderboard:
+            board = args.leaderboard.resolve()
             subprocess.run([sys.executable, "-m", "core.cmd.benchmarking", "leaderboard",
-                            "workspace", "-o", str(args.leaderboard.resolve())],
+                            "workspace", "-o", str(board)],
                            cwd=root, check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+            with board.open("a", encoding="utf-8") as out:  # the figures' provenance note
+                out.write(f"\n({provenance.note()})\n")
             print(f"leaderboard={args.leaderboard}")
         load_s = max((float(s) for s, _ in loads), default=float("nan"))
         ok = gold_ok(args.job, table)
