@@ -118,8 +118,9 @@ class Provenance:
         return self.started.strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def note(self) -> str:
-        """The docs' provenance note for these figures: ``\`command\`, 2026-11-25, load 1.2-1.9``
-        (date only, load rounded to one decimal; see docs/testing.md)."""
+        """The docs' provenance note for these figures: the command in backticks, the date and
+        the load, e.g. ``python benchmarks/scale.py``, 2026-11-25, load 1.2-1.9 (see
+        docs/testing.md)."""
         end = _load1()
         load = ("not recorded" if self.load_start is None or end is None
                 else f"{self.load_start:.1f}-{end:.1f}")

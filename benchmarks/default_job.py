@@ -153,8 +153,9 @@ def main() -> int:
         loads = LOADED.findall(log)
         tasks = count_tasks(root)
         for row in table:
+            per_part = [c for c in row if c.startswith(f"{MAIN[args.job]}[")]  # pass@1[toolz]
             shown = " ".join(f"{c}={row.get(c, '')}" for c in
-                             (*COLUMNS[args.job], "latency_s", "tokens_per_s"))
+                             (*COLUMNS[args.job], *per_part, "latency_s", "tokens_per_s"))
             print(f"generator={row.get('basemodel-generator', '?')} {shown}", flush=True)
         for seconds, threads in loads:
             print(f"model_loaded_s={seconds} threads={threads}")
