@@ -19,7 +19,7 @@ with any answer, below 1.0). ``--leaderboard FILE`` also writes the run's
 (``docs/leaderboards/codegen-default.md`` is made so).
 
 Usage: ``python benchmarks/default_job.py [--job codegen] [--data FILE] [--hogs 0]
-[--leaderboard FILE] [--keep DIR]``
+[--leaderboard FILE [--title TITLE]] [--keep DIR]``
 """
 from __future__ import annotations
 
@@ -141,6 +141,7 @@ def main() -> int:
     parser.add_argument("--data", help="a file of the example's data/ folder as test_index")
     parser.add_argument("--hogs", type=int, default=0, help="busy processes beside the job")
     parser.add_argument("--leaderboard", type=Path, help="write the run's leaderboard here")
+    parser.add_argument("--title", help="the leaderboard's title (ianvs leaderboard --title)")
     parser.add_argument("--keep", type=Path, help="keep the job and its workspace in this folder")
     args = parser.parse_args()
     provenance = Provenance()
@@ -167,7 +168,8 @@ def main() -> int:
         if args.leaderboard:
             board = args.leaderboard.resolve()
             subprocess.run([sys.executable, "-m", "core.cmd.benchmarking", "leaderboard",
-                            "workspace", "-o", str(board)],
+                            "workspace", "-o", str(board),
+                            *(["--title", args.title] if args.title else [])],
                            cwd=root, check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
             with board.open("a", encoding="utf-8") as out:  # the figures' provenance note
                 out.write(f"\n({provenance.note()})\n")
