@@ -9,7 +9,7 @@ it (0: alone). Prints, per generator row of the leaderboard, its main columns an
 ``latency_s``/``tokens_per_s``, the model's load time and thread count from the log, the LLM
 judge's call times (jobs with a judge), then a provenance line (:mod:`_provenance`) and, last::
 
-    job=<name> wall_s=<n> cpu_s=<n> model_load_s=<n> tasks=<n> hogs=<n> rows=<n> gold_ok=<true|false>
+    job=<name> wall_s=<n> cpu_s=<n> model_load_s=<n> tasks=<n> hogs=<n> rows=<n> gold_ok=<bool>
 
 ``cpu_s`` is the CPU time of ``ianvs`` and every descendant it waited for (generation,
 sandboxes). ``gold_ok``: the gold controls scored as they must (``canonical``/``reference`` 1.0

@@ -528,7 +528,7 @@ def test_every_benchmark_prints_its_provenance() -> None:
     missing = [name for name in scripts if name not in NO_PROVENANCE
                and not re.search(r"Provenance\(\).*?\.line\(\)",
                                  (REPO / "benchmarks" / name).read_text(encoding="utf-8"), re.S)]
-    assert not missing, f"benchmarks without a provenance line (benchmarks/_provenance.py): {missing}"
+    assert not missing, f"benchmarks printing no provenance (benchmarks/_provenance.py): {missing}"
     stale = [name for name in NO_PROVENANCE if name != "_provenance.py" and (
         name not in scripts
         or "Provenance()" in (REPO / "benchmarks" / name).read_text(encoding="utf-8"))]
