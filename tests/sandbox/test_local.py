@@ -321,10 +321,16 @@ def test_unstartable_server_raises() -> None:
 
 
 def test_oom_score_of_a_running_child(executor) -> None:
-    """A running child has oom_score_adj 1000 (read from outside, the child cannot read /proc)."""
+    """A running sample has oom_score_adj 1000 (read from outside, the child cannot read /proc);
+    the slot's spawner that forked it keeps the server's (it must not be the first victim)."""
     import threading
 
     seen: list[str] = []
+    spawners: list[str] = []
+
+    def parent(pid: str) -> int:
+        with open(f"/proc/{pid}/status") as fh:
+            return int(next(line for line in fh if line.startswith("PPid:")).split()[1])
 
     def watch() -> None:
         deadline = time.monotonic() + 3
@@ -335,11 +341,12 @@ def test_oom_score_of_a_running_child(executor) -> None:
                         with open(f"/proc/{entry}/cmdline", "rb") as fh:
                             if b"forkserver.py" not in fh.read():
                                 continue
-                        with open(f"/proc/{entry}/status") as fh:
-                            ppid = next(line for line in fh if line.startswith("PPid:")).split()[1]
-                        if int(ppid) == executor._proc.pid:
+                        up = parent(entry)  # a sample's parent is a spawner, the server's child
+                        if up != executor._proc.pid and parent(str(up)) == executor._proc.pid:
                             with open(f"/proc/{entry}/oom_score_adj") as fh:
                                 seen.append(fh.read().strip())
+                            with open(f"/proc/{up}/oom_score_adj") as fh:
+                                spawners.append(fh.read().strip())
                     except (OSError, StopIteration):
                         continue
             time.sleep(0.02)
@@ -350,6 +357,7 @@ def test_oom_score_of_a_running_child(executor) -> None:
                   entry_point="add", id="oom-watch")
     thread.join()
     assert res.passed and seen and seen[0] == "1000", seen
+    assert spawners[0] != "1000", spawners
 
 
 def test_workers_run_in_parallel(backend) -> None:

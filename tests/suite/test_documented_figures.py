@@ -26,8 +26,9 @@ tables printed in it):
 
 Where the note may be (its *scope*): the same paragraph, list item or table; a table, the
 paragraph or list item right before it (its lead-in) and the one right after it (its comment) are
-one scope; and a section whose first block after the heading starts with "Figures in this
-section" (a *section note*) is one scope with its subsections.
+one scope, and together they may make the note (the command and date in the lead-in, the load in
+a table column headed "load ..."); and a section whose first block after the heading starts
+with "Figures in this section" (a *section note*) is one scope with its subsections.
 
 Numbers with a unit that are not measurements (defaults, limits, configured delays: "timeout
 3 s", "16 MiB per message by default") are listed in :data:`NOT_FIGURES`, each as an exact phrase
@@ -86,7 +87,8 @@ COMMAND = re.compile(r"`(?:nice\s+-n\s+\d+\s+)?(?:(?:PYTHONPATH=\S+\s+)?python3?
                      r"(?P<script>benchmarks/[\w.-]+\.py|tests/suite/[\w.-]+\.py)\b[^`]*`"
                      r"|`(?P<suite>python3?\s+-m\s+pytest\b[^`]*|\.ci/run\b[^`]*)`")
 DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
-LOAD = re.compile(r"\bload(?: average| avg)?:?\s+(?:(?:about|~)\s*)?(?:\d|not recorded\b)", re.I)
+LOAD = re.compile(r"\bload(?: average| avg)?:?\s+(?:(?:about|~)\s*)?(?:\d|not recorded\b)"
+                  r"|\|\s*load[^|\n]*\|", re.I)  # or a table column of loads
 SECTION_NOTE = re.compile(r"^\s*(?:\*|_)*figures in this section\b", re.I)
 
 #: ``(file, exact phrase, why it is not a measured figure)``. The phrase must contain the
@@ -341,8 +343,11 @@ def group(doc: list[Block], index: int) -> list[int]:
 
 
 def _covered(doc: list[Block], index: int) -> bool:
-    """Whether the figure in block *index* has a provenance note in its scope."""
-    if any(not has_provenance(doc[i].text) for i in group(doc, index)):
+    """Whether the figure in block *index* has a provenance note in its scope: one block of its
+    scope, or, for a table with its lead-in and comment, the three together (the command and
+    date in the lead-in, the load in a column of the table, say)."""
+    members = group(doc, index)
+    if not has_provenance("\n\n".join(doc[i].text for i in members)):
         return True
     return any(not has_provenance(doc[i].text) for i in section_notes(doc, index))
 
@@ -481,6 +486,12 @@ def test_the_detector_finds_figures_and_notes(tmp_path: Path) -> None:
         "(`python benchmarks/repo_injection.py --tasks 20`, 2026-11-25, load 2.1-2.4)",   # 41
         "",                                                                               # 42
         "The engine waits 30 s, a server `start_timeout` 30 s, and it took 30 s.",       # 43
+        "",                                                                               # 44
+        "Runs of `python benchmarks/scale.py` on 2026-11-25:",                            # 45
+        "",                                                                               # 46
+        "| run | load1 start-end | records/s |",                                          # 47
+        "|---|---|---|",                                                                  # 48
+        "| 1 | 0.5-2.5 | 1,897 |",                                                         # 49
     ]), encoding="utf-8")
     found = [(f.line, f.text) for f in figures(doc)]
     assert found == [
@@ -492,6 +503,7 @@ def test_the_detector_finds_figures_and_notes(tmp_path: Path) -> None:
         (29, "4 min"), (29, "08 s"), (29, "3 s"), (33, "90 s"),
         (39, "0.422"),
         (43, "30 s"), (43, "30 s"), (43, "30 s"),
+        (49, "1,897"),
     ], found
     allow = [("probe.md", "the default timeout is 3 s", "a default, not a measurement"),
              ("probe.md", "engine waits 30 s", "a setting"),
@@ -519,6 +531,9 @@ NO_PROVENANCE: dict[str, str] = {
                          "sandbox-speed work)",
     "executor_vs_human_eval.py": "being changed with the sandbox-speed work",
     "sandbox_ab.py": "being changed with the sandbox-speed work",
+    "e2e_vs_human_eval.py": "being changed with the sandbox-speed work (it prints the load "
+                            "itself)",
+    "sandbox_cpu.py": "being changed with the sandbox-speed work",
 }
 
 

@@ -39,12 +39,11 @@ statements, timing of ``==`` itself) is described in docs/sandbox.md, "Cross-sam
 
 from __future__ import annotations
 
-import ast
 import builtins
 import os
 import sys
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 __all__ = ["judge_loop", "judge_main", "candidate_main", "CandidateError", "CandidateAborted", "CandidateDied"]
 
@@ -102,7 +101,8 @@ def candidate_main(payload: dict, codec: Any, install_policy: Callable[..., None
     import gc
 
     gc.freeze()  # the server's objects never need collecting here: GC passes stay short
-    limits = codec.Limits(**payload.get("limits", {}))
+    given = payload.get("limits")  # a spawner passes one prepared Limits for every candidate
+    limits = given if isinstance(given, codec.Limits) else codec.Limits(**(given or {}))
     violations: list[str] = []
     write_frame, encode, decode = codec.write_frame, codec.encode, codec.decode
 
@@ -304,8 +304,9 @@ def judge_loop(codec: Any, limits: dict, control: int = 3) -> int:
     """A slot's long-lived judge: run one request at a time until the server hangs up.
 
     Each request arrives on ``control`` (a SOCK_SEQPACKET socket) as ``{"seq", "nonce",
-    "timeout", "memory_mb"}`` with four descriptors: the judge payload (marshal: test, helpers,
-    entry point), the candidate's channel (read end), the channel to the candidate (write end)
+    "timeout", "memory_mb"}`` (``marshal``: from the server, trusted) with four descriptors:
+    the judge payload (marshal: test, helpers, entry point), the candidate's channel (read
+    end), the channel to the candidate (write end)
     and the verdict memfd. Per request the CPU and memory soft limits are set from the request,
     and the state a test may change in this process (random generator, recursion limit, working
     directory, standard streams) is restored, so every test starts as in a fresh process; a
@@ -325,6 +326,8 @@ def judge_loop(codec: Any, limits: dict, control: int = 3) -> int:
     space = _socket.CMSG_SPACE(4 * array("i").itemsize)
     rng_state = random.getstate()
     recursion = sys.getrecursionlimit()
+    hard_cpu = resource.getrlimit(resource.RLIMIT_CPU)[1]  # hard limits never change here
+    hard_as = resource.getrlimit(resource.RLIMIT_AS)[1]
     streams = (sys.stdout, sys.stderr, sys.stdin)
     while True:
         try:
@@ -339,18 +342,14 @@ def judge_loop(codec: Any, limits: dict, control: int = 3) -> int:
             return 0
         owned = list(fds)  # closed below, except what judge_main takes over
         try:
-            import json
-
-            request = json.loads(data)
+            request = marshal.loads(data)
             payload_fd, from_candidate, to_candidate, verdict_fd = fds
             cpu = resource.getrusage(resource.RUSAGE_SELF)
             used = int(cpu.ru_utime + cpu.ru_stime) + 1
-            hard_cpu = resource.getrlimit(resource.RLIMIT_CPU)[1]
             soft_cpu = used + int(float(request["timeout"])) + 2
             if hard_cpu != resource.RLIM_INFINITY:
                 soft_cpu = min(soft_cpu, hard_cpu)
             resource.setrlimit(resource.RLIMIT_CPU, (soft_cpu, hard_cpu))
-            hard_as = resource.getrlimit(resource.RLIMIT_AS)[1]
             soft_as = int(request["memory_mb"]) << 20
             if hard_as != resource.RLIM_INFINITY:
                 soft_as = min(soft_as, hard_as)
@@ -384,7 +383,7 @@ def _make_proxy(channel: _Channel, name: str) -> Callable[..., Any]:
 # ------------------------------------------------------------------- assert statements, rewritten
 #: the one global name the rewritten test code uses; not an identifier, so no test can bind it
 _LOG = "<judge>"
-#: one entry per rewritten assert: (line, code of ``lambda <captured names>: <msg>`` or None)
+#: one entry per rewritten assert: (line, its message as a :class:`_Message`, or None)
 _Sites = tuple[tuple[int, Any], ...]
 
 
@@ -438,11 +437,11 @@ class _AssertLog:
             return None
         if self.exc is not None:
             return self.exc
-        code = self.sites[self.site][1]
-        if code is None:
+        message_code = self.sites[self.site][1]
+        if message_code is None:
             return AssertionError()
         try:
-            message = eval(code, namespace)(*(self.captured or ()))
+            message = eval(message_code.compiled(), namespace)(*(self.captured or ()))
         except _NotReplayed:
             message = ("<not evaluated: the message calls the candidate with arguments the test "
                        "did not call it with>")
@@ -459,6 +458,7 @@ def _message_names(msg: ast.expr) -> list[str] | None:
     """The names an assert message reads from its scope (names it binds itself, in a
     comprehension, lambda or ``:=``, excluded), or None when the message must be evaluated in
     place because it contains ``yield`` or ``await``."""
+    import ast  # only judges rewrite tests: the fork server's image stays without it
     loads: list[str] = []
     bound: set[str] = set()
     for node in ast.walk(msg):
@@ -473,13 +473,43 @@ def _message_names(msg: ast.expr) -> list[str] | None:
     return [name for name in dict.fromkeys(loads) if name not in bound]
 
 
+#: fields of statement nodes that hold statement lists (where an ``assert`` can stand)
+_BODIES = ("body", "orelse", "finalbody")
+
+
+def _statement_lists(tree: ast.Module) -> Iterator[list[ast.stmt]]:
+    """Every statement list of ``tree`` (module, function, class and compound-statement
+    bodies, ``except`` handlers, ``match`` cases). Expressions are not entered: statements
+    never stand inside one (a ``lambda`` body is an expression)."""
+    import ast  # only judges rewrite tests: the fork server's image stays without it
+    stack: list[list[ast.stmt]] = [tree.body]
+    while stack:
+        stmts = stack.pop()
+        yield stmts
+        for node in stmts:
+            if isinstance(node, (ast.Assert, ast.Expr, ast.Assign, ast.Return)):
+                continue  # the common leaves, without attribute look-ups
+            for field in _BODIES:
+                inner = getattr(node, field, None)
+                if type(inner) is list and inner and isinstance(inner[0], ast.stmt):
+                    stack.append(inner)
+            for holder in getattr(node, "handlers", None) or getattr(node, "cases", None) or ():
+                stack.append(holder.body)
+
+
 def _guarded_asserts(tree: ast.Module) -> set[int]:
     """``id()`` of the assert statements left as they are: those a ``try`` with handlers or a
     ``with`` block (a context manager may swallow exceptions) of the test itself surrounds,
     directly or through a function of the test called by name from inside one. The test can
-    catch what they raise, so they must raise it."""
+    catch what they raise, so they must raise it. A test without any such block (found by a
+    walk over its statements only) has none."""
+    import ast  # only judges rewrite tests: the fork server's image stays without it
     try_types = (ast.Try, getattr(ast, "TryStar", ast.Try))
     functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    if not any(isinstance(node, (ast.With, ast.AsyncWith)) or
+               (isinstance(node, try_types) and node.handlers)
+               for stmts in _statement_lists(tree) for node in stmts):
+        return set()
     defined = {node.name for node in ast.walk(tree) if isinstance(node, functions)}
     guarded_functions: set[str] = set()
     while True:
@@ -510,8 +540,23 @@ def _guarded_asserts(tree: ast.Module) -> set[int]:
         guarded_functions |= called
 
 
-class _AssertRewriter(ast.NodeTransformer):
-    """Rewrites ``assert test, msg`` (at site ``i``) into::
+class _Message:
+    """An assert's message as ``lambda <captured names>: <msg>``, compiled only when a failure
+    needs it (:meth:`_AssertLog.first`), once per process."""
+
+    __slots__ = ("tree", "filename", "code")
+
+    def __init__(self, tree: Any, filename: str) -> None:
+        self.tree, self.filename, self.code = tree, filename, None
+
+    def compiled(self) -> Any:
+        if self.code is None:
+            self.code = compile(self.tree, self.filename, "eval")
+        return self.code
+
+
+def _assert_guard(node: ast.Assert, site: int, filename: str) -> tuple[ast.stmt, _Message | None]:
+    """The statement that replaces ``assert test, msg`` (at site ``site``)::
 
         try:
             if test:
@@ -524,58 +569,66 @@ class _AssertRewriter(ast.NodeTransformer):
             <judge>.error(i)
 
     Statement level, in the assert's own scope (class bodies, ``:=`` and ``yield`` in the test
-    keep their meaning); ``msg`` becomes a separate ``lambda name, ...: msg``, compiled once."""
+    keep their meaning); ``msg`` becomes a separate ``lambda name, ...: msg``. Every new node
+    takes the assert's position; the original ``test`` and ``msg`` keep theirs."""
+    import ast  # only judges rewrite tests: the fork server's image stays without it
+    where = {"lineno": node.lineno, "col_offset": node.col_offset,
+             "end_lineno": node.end_lineno, "end_col_offset": node.end_col_offset}
 
-    def __init__(self, filename: str, guarded: set[int]) -> None:
-        self.filename, self.guarded = filename, guarded
-        self.sites: list[tuple[int, Any]] = []
+    def log(method: str) -> ast.Attribute:
+        return ast.Attribute(value=ast.Name(id=_LOG, ctx=ast.Load(), **where), attr=method,
+                             ctx=ast.Load(), **where)
 
-    def visit_Assert(self, node: ast.Assert) -> ast.stmt:  # noqa: N802 - ast visitor name
-        if id(node) in self.guarded:
-            return node
-        site = len(self.sites)
+    def report(method: str, *args: ast.expr) -> ast.stmt:
+        return ast.Expr(value=ast.Call(func=log(method), args=[ast.Constant(value=site, **where), *args],
+                                       keywords=[], **where), **where)
 
-        def log(method: str) -> ast.Attribute:
-            return ast.Attribute(value=ast.Name(id=_LOG, ctx=ast.Load()), attr=method,
-                                 ctx=ast.Load())
-
-        def report(method: str, *args: ast.expr) -> ast.stmt:
-            return ast.Expr(value=ast.Call(func=log(method), args=[ast.Constant(value=site), *args],
-                                           keywords=[]))
-
-        code, captured = None, []
-        if node.msg is not None:
-            names = _message_names(node.msg)
-            if names is None:  # yield/await: evaluated where it stands, on failure only
-                params, values = ["message"], [node.msg]
-                body: ast.expr = ast.copy_location(ast.Name(id="message", ctx=ast.Load()), node.msg)
-            else:
-                params, values = names, [ast.Name(id=n, ctx=ast.Load()) for n in names]
-                body = node.msg
-            arguments = ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in params],
-                                      vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-                                      defaults=[])
-            lam = ast.copy_location(ast.Lambda(args=arguments, body=body), node.msg)
-            code = compile(ast.fix_missing_locations(ast.Expression(body=lam)), self.filename,
-                           "eval")
-            captured = [ast.Tuple(elts=values, ctx=ast.Load())]
-        self.sites.append((node.lineno, code))
-        check = ast.If(test=node.test, body=[report("passed")], orelse=[report("fail", *captured)])
-        reraise = ast.Raise(exc=None, cause=None)
-        guard = ast.Try(body=[check], orelse=[], finalbody=[], handlers=[
-            ast.ExceptHandler(type=log("passthrough"), name=None, body=[reraise]),
-            ast.ExceptHandler(type=log("everything"), name=None, body=[report("error")])])
-        return ast.fix_missing_locations(ast.copy_location(guard, node))
+    message, captured = None, []
+    if node.msg is not None:
+        names = _message_names(node.msg)
+        if names is None:  # yield/await: evaluated where it stands, on failure only
+            params, values = ["message"], [node.msg]
+            body: ast.expr = ast.copy_location(ast.Name(id="message", ctx=ast.Load()), node.msg)
+        else:
+            params, values = names, [ast.Name(id=n, ctx=ast.Load(), **where) for n in names]
+            body = node.msg
+        arguments = ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in params],
+                                  vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                  defaults=[])
+        lam = ast.copy_location(ast.Lambda(args=arguments, body=body), node.msg)
+        message = _Message(ast.fix_missing_locations(ast.Expression(body=lam)), filename)
+        captured = [ast.Tuple(elts=values, ctx=ast.Load(), **where)]
+    check = ast.If(test=node.test, body=[report("passed")], orelse=[report("fail", *captured)],
+                   **where)
+    reraise = ast.Raise(exc=None, cause=None, **where)
+    guard = ast.Try(body=[check], orelse=[], finalbody=[], handlers=[
+        ast.ExceptHandler(type=log("passthrough"), name=None, body=[reraise], **where),
+        ast.ExceptHandler(type=log("everything"), name=None, body=[report("error")], **where)],
+        **where)
+    return guard, message
 
 
 def _rewrite_asserts(source: str, filename: str) -> tuple[Any, _Sites]:
-    """Compile the task's test with its assert statements rewritten (see :class:`_AssertLog`,
-    :class:`_AssertRewriter`): the judge makes every call whatever the earlier answers were.
-    Line numbers stay those of the source. Raises SyntaxError like :func:`compile`."""
+    """Compile the task's test with its assert statements rewritten (:func:`_assert_guard`,
+    :class:`_AssertLog`): the judge makes every call whatever the earlier answers were. Line
+    numbers stay those of the source; sites are numbered in source order. Raises SyntaxError
+    like :func:`compile`. Only statement lists are walked and only new nodes are given
+    positions, so the cost is a parse, a compile and a small constant per assert."""
+    import ast  # only judges rewrite tests: the fork server's image stays without it
+    if "assert" not in source:
+        return compile(source, filename, "exec"), ()
     tree = ast.parse(source, filename, "exec")
-    rewriter = _AssertRewriter(filename, _guarded_asserts(tree))
-    tree = ast.fix_missing_locations(rewriter.visit(tree))
-    return compile(tree, filename, "exec"), tuple(rewriter.sites)
+    guarded = _guarded_asserts(tree)
+    found = [(node.lineno, node.col_offset, id(node), stmts, index)
+             for stmts in _statement_lists(tree) for index, node in enumerate(stmts)
+             if isinstance(node, ast.Assert) and id(node) not in guarded]
+    found.sort(key=lambda item: item[:2])
+    sites: list[tuple[int, _Message | None]] = []
+    for site, (line, _col, _id, stmts, index) in enumerate(found):
+        guard, message = _assert_guard(stmts[index], site, filename)  # type: ignore[arg-type]
+        stmts[index] = guard
+        sites.append((line, message))
+    return compile(tree, filename, "exec"), tuple(sites)
 
 
 _CODE_CACHE: dict[tuple[str, bool, str], tuple[Any, _Sites]] = {}

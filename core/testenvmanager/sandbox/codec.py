@@ -88,7 +88,6 @@ import binascii
 import builtins
 import json
 import os
-from dataclasses import dataclass
 from itertools import islice, repeat
 from operator import eq
 
@@ -136,29 +135,49 @@ MAX_HASH_COLLISIONS = 1 << 22
 HASH_CHECK_MIN = 8
 
 
-# The field annotations are spelled ``builtins.int`` on purpose: under ``from __future__ import
-# annotations`` Python 3.11's dataclasses resolves an undotted string annotation through
-# ``sys.modules[cls.__module__]``, which fails when this file is loaded by path without being
-# registered there. A dotted annotation takes a None-safe path.
-@dataclass(frozen=True)
 class Limits:
     """Size limits of one message; see the module docstring for what each one counts.
 
     Every field must be an ``int`` >= 0; ``max_depth`` at most :data:`MAX_DEPTH_CAP` and
-    ``max_bytes`` at most :data:`MAX_FRAME_BYTES` (``ValueError`` otherwise).
+    ``max_bytes`` at most :data:`MAX_FRAME_BYTES` (``ValueError`` otherwise). Immutable, equal
+    when the fields are equal. A plain class rather than a dataclass: the fork server loads this
+    module, and ``dataclasses`` would bring ``inspect`` and ``ast`` (megabytes every forked
+    child maps and tears down) into its image.
     """
 
-    max_bytes: builtins.int = 16 << 20
-    max_depth: builtins.int = 100
-    max_items: builtins.int = 1_000_000
+    __slots__ = ("max_bytes", "max_depth", "max_items")
+    max_bytes: int
+    max_depth: int
+    max_items: int
 
-    def __post_init__(self) -> None:
-        for name, cap in (("max_bytes", MAX_FRAME_BYTES), ("max_depth", MAX_DEPTH_CAP),
-                          ("max_items", None)):
-            value = getattr(self, name)
+    def __init__(self, max_bytes: int = 16 << 20, max_depth: int = 100,
+                 max_items: int = 1_000_000) -> None:
+        for name, value, cap in (("max_bytes", max_bytes, MAX_FRAME_BYTES),
+                                 ("max_depth", max_depth, MAX_DEPTH_CAP),
+                                 ("max_items", max_items, None)):
             if type(value) is not int or value < 0 or (cap is not None and value > cap):
                 bound = "" if cap is None else f" and <= {cap}"
                 raise ValueError(f"Limits.{name} must be an int >= 0{bound}, got {value!r}")
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Limits is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Limits is immutable: cannot delete {name!r}")
+
+    def _key(self) -> tuple[int, int, int]:
+        return (self.max_bytes, self.max_depth, self.max_items)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Limits and self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"Limits(max_bytes={self.max_bytes}, max_depth={self.max_depth}, "
+                f"max_items={self.max_items})")
 
 
 DEFAULT_LIMITS = Limits()

@@ -22,14 +22,17 @@ The server never reads a program, a test or a sample's output: they reach the ch
 descriptors, so a forked child cannot find another request's test or solution in the memory it
 inherits from the server.
 
-Per request the server forks either one child (in-process tier) or a *judge* and a *candidate*
-(boundary tier, see :mod:`boundary`). Each child starts a new session, arranges its descriptors,
-reads its payload, enters its private working directory, applies rlimits, drops to its own
-unprivileged uid, and applies Landlock and seccomp before any untrusted code runs. The server
-enforces the wall-clock timeout (SIGKILL to every process group of the request), reaps escaped
-descendants, grades from kernel facts (exit status, signals, rusage, cgroup OOM counts) and the
-judge's record, and drops the working directory with its slot's tmpfs when it is not empty. It
-never runs untrusted code itself and is single-threaded.
+Per request the slot's *spawner* (a fork of the server made when serving starts, one per slot,
+see :class:`_Spawner`) forks one child (in-process tier), or the candidate while the slot's
+long-lived *judge* (forked by the server) runs the test (boundary tier, see :mod:`boundary`). The
+server itself never forks per request. Each child starts a new session, arranges its
+descriptors, reads its payload, enters its private working directory, applies rlimits, drops to
+its own unprivileged uid, and applies Landlock and seccomp before any untrusted code runs. The
+spawner reaps its children and reports how each ended; the server enforces the wall-clock
+timeout (SIGKILL to every process group of the request, through the spawner), kills escaped
+descendants (uid sweep), grades from kernel facts (exit status, signals, rusage, cgroup OOM
+counts) and the judge's record, and drops the working directory with its slot's tmpfs when it
+is not empty. Neither runs untrusted code; each is single-threaded.
 """
 
 from __future__ import annotations
@@ -541,13 +544,13 @@ class _Channel:
 class _Job:
     """Book-keeping for one request (server side only)."""
 
-    __slots__ = ("seq", "meta", "fds", "pids", "slot", "workdir", "nonce", "start", "deadline",
+    __slots__ = ("seq", "meta", "fds", "running", "slot", "workdir", "nonce", "start", "deadline",
                  "mem", "status", "rusage", "timed_out", "killed", "setup_fd", "judge", "linger",
                  "oom0")
 
     def __init__(self, seq: int, meta: dict, fds: dict[str, int]) -> None:
         self.seq, self.meta, self.fds = seq, meta, fds
-        self.pids: dict[int, str] = {}      # pid -> role ("single" | "cand"), running
+        self.running: set[str] = set()      # roles ("single" | "cand") whose process runs
         self.slot = 0
         self.workdir = self.nonce = ""
         self.start = self.deadline = 0.0
@@ -560,6 +563,20 @@ class _Job:
         self.judge = ""                     # boundary tier: "running", "done" or "died"
         self.linger = 0.0                   # verdict in: the sample may still exit by itself until
         self.oom0 = -1                      # the slot group's OOM kill count when the job started
+
+
+class _Spawner:
+    """A slot's long-lived spawner: the one process that forks the slot's sample processes.
+
+    The server hands it each request's descriptors; it forks the child (which walls itself in
+    exactly as before), reaps it and reports how it ended. The server itself then never forks
+    per request, so it takes no copy-on-write faults for the pages it writes while children
+    run, and the slots fork in parallel instead of one after the other in the server."""
+
+    __slots__ = ("pid", "sock")
+
+    def __init__(self, pid: int, sock: "_socket.socket") -> None:
+        self.pid, self.sock = pid, sock
 
 
 class _Judge:
@@ -598,9 +615,12 @@ class Server:
             self.slot_procs.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _SLOT_FD))
             os.close(fd)
         self.slot_limit: dict[int, int] = {}  # slot -> memory limit now set on its group
+        self.in_spawner = False  # True in a spawner (and the children it forks)
         self.record_buf = bytearray(_RECORD_HEAD)  # see _record
         self.pending: collections.deque[tuple[int, dict, dict[str, int]]] = collections.deque()
-        self.jobs: dict[int, _Job] = {}  # pid -> job
+        self.active: dict[int, _Job] = {}  # seq -> job whose sample process runs
+        self.spawners: dict[int, _Spawner] = {}  # slot -> its spawner
+        self.spawner_fds: dict[int, int] = {}  # socket fd -> slot
         self.judges: dict[int, _Judge] = {}  # slot -> its judge
         self.judge_fds: dict[int, int] = {}  # socket fd -> slot
         self.retired: dict[int, _Judge] = {}  # judges killed or exited, reaped later
@@ -724,28 +744,202 @@ class Server:
             job.judge = "done"
             if judge.served >= self.judge_requests:
                 self._retire_judge(slot, kill=True)  # bounded lifetime: a fresh judge next time
-            if job.pids:  # the judge hung up: an honest sample exits on that end of file
+            if job.running:  # the judge hung up: an honest sample exits on that end of file
                 job.linger = time.monotonic() + _LINGER
             else:
                 self._finished([job])
 
     def _verdict_in(self, job: _Job) -> None:
-        """The judge is finished with ``job``: stop what is left of the sample (a process that
-        already ended keeps its own exit status) and finish the job when nothing runs."""
-        for pid, role in list(job.pids.items()):
-            try:
-                done, status, rusage = os.wait4(pid, os.WNOHANG)
-            except ChildProcessError:
-                done = 0
-            if done:
-                del job.pids[pid], self.jobs[pid]
-                job.status[role], job.rusage[role] = status, rusage
-                self._kill_group(pid)
-            else:
-                job.killed.add(role)
-                self._kill_group(pid)
-        if not job.pids:
+        """The judge is finished with ``job`` (or gone): kill what still runs of the sample
+        (its spawner reports the exit, and it counts as killed by the server), or finish the job
+        when nothing runs."""
+        if job.running:
+            job.killed.update(job.running)
+            self._kill_sample(job)
+        else:
             self._finished([job])
+
+    # -- spawners --------------------------------------------------------------------------
+    def _spawner_for(self, slot: int) -> _Spawner:
+        """The slot's spawner, started when there is none (a fork of this server made before
+        the slot's first request; it keeps this process's walls and modules)."""
+        spawner = self.spawners.get(slot)
+        if spawner is not None:
+            return spawner
+        mine, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:  # --------------------------------------------------------- spawner
+            code = 70
+            try:
+                mine.close()
+                code = self._spawner_main(theirs)
+            finally:
+                os._exit(code)
+        theirs.close()
+        mine.setblocking(False)
+        spawner = self.spawners[slot] = _Spawner(pid, mine)
+        self.spawner_fds[mine.fileno()] = slot
+        self.ep.register(mine.fileno(), select.EPOLLIN)
+        return spawner
+
+    def _spawner_main(self, sock: "_socket.socket") -> int:
+        """A spawner's loop (in the forked spawner; root like the server, never runs sample
+        code). Messages from the server: ``("run", seq, role, slot, workdir, nonce, meta)`` with
+        the child's descriptors plus its setup descriptor last, and ``("kill", seq)``; to the
+        server: ``("exit", seq, role, wait status, rusage tuple)`` once per child it reaped.
+        Ends, killing its children, when the server hangs up."""
+        self._forget_server()
+        for other in self.spawners.values():
+            other.sock.detach()
+        for judge in self.judges.values():
+            judge.sock.detach()
+        # every descriptor below the slot groups' but the ones it hands on: the caller's channel
+        # (the caller must see EOF when the server dies), other slots' and requests' pipes and
+        # memfds (a reader must see EOF when a sample dies), the server's wake-up pipe
+        keep = sorted({sock.fileno(), self.devnull})
+        start = 3
+        for fd in [*keep, _SLOT_FD]:
+            if fd > start:
+                os.closerange(start, fd)
+            start = max(start, fd + 1)
+        self.in_spawner = True
+        self._static_limits()  # once here instead of in every child
+        self.boundary_limits = self.modules["codec"].Limits(**self.boundary_limits)  # built once
+        wake_r, wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        space = _socket.CMSG_SPACE(16 * 4)
+        children: dict[int, tuple[int, str]] = {}  # pid -> (seq, role)
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        poller.register(wake_r, select.POLLIN)
+        reaped = os.WNOHANG
+        while True:
+            events = poller.poll()
+            for fd, _mask in events:
+                if fd == wake_r:
+                    try:
+                        while os.read(wake_r, 256):
+                            pass
+                    except BlockingIOError:
+                        pass
+                    continue
+                data, anc, _flags, _addr = sock.recvmsg(65536, space, _MSG_CMSG_CLOEXEC)
+                fds: list[int] = []
+                for level, kind, blob in anc:
+                    if level == _SOL_SOCKET and kind == _SCM_RIGHTS:
+                        arr = self.channel.array("i")
+                        arr.frombytes(blob[:len(blob) - len(blob) % arr.itemsize])
+                        fds.extend(arr)
+                if not data:
+                    for pid in children:
+                        self._kill_group(pid)
+                    return 0
+                msg = marshal.loads(data)
+                if msg[0] == "kill":
+                    for pid, (seq, _role) in children.items():
+                        if seq == msg[1]:
+                            self._kill_group(pid)
+                    continue
+                _op, seq, role, slot, workdir, nonce, meta = msg
+                job = _Job(seq, meta, {})
+                job.slot, job.workdir, job.nonce, job.setup_fd = slot, workdir, nonce, fds[-1]
+                try:
+                    pid = os.fork()
+                except OSError as exc:
+                    os.pwrite(job.setup_fd, f"fork failed: {exc}".encode(), 0)
+                    pid = -1
+                if pid == 0:  # ------------------------------------------------------ child
+                    code = 70
+                    try:
+                        code = self._child(role, job, fds[:-1])
+                    finally:
+                        os._exit(code)
+                for fd in fds:
+                    os.close(fd)
+                if pid < 0:
+                    sock.send(marshal.dumps(("exit", seq, role, -1, ())))
+                else:
+                    children[pid] = (seq, role)
+            while children:  # reap (and report) every child that ended; orphans are not ours
+                try:
+                    pid, status, rusage = os.wait4(-1, reaped)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                owner = children.pop(pid, None)
+                if owner is not None:
+                    self._kill_group(pid)  # leftovers in its process group
+                    sock.send(marshal.dumps(("exit", owner[0], owner[1], status, tuple(rusage))))
+
+    def _forget_server(self) -> None:
+        """In a process forked from the server: let go of what only the server uses (the
+        event loop, the signal wake-up) and make the caller's channel object forget its
+        descriptor, so collecting it never closes a reused number."""
+        signal.set_wakeup_fd(-1)
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)  # the C function: no enum conversions
+        self.ep.close()
+        fd = self.channel.sock.fileno()
+        if fd >= 0:
+            self.channel.sock.detach()
+
+    def _spawner_report(self, slot: int) -> None:
+        """Exit reports of the slot's spawner."""
+        spawner = self.spawners.get(slot)
+        if spawner is None:
+            return
+        while True:
+            try:
+                data = spawner.sock.recv(4096)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:  # the spawner is gone; handled when it is reaped
+                return
+            _op, seq, role, status, rusage = marshal.loads(data)
+            job = self.active.get(seq)
+            if job is None or role not in job.running:
+                continue
+            job.running.discard(role)
+            if status < 0:  # it could not fork: the setup descriptor says why
+                job.killed.add(role)
+            else:
+                job.status[role], job.rusage[role] = status, resource.struct_rusage(rusage)
+            if role == "single" or job.judge != "running":
+                self._verdict_in(job)
+
+    def _kill_sample(self, job: _Job) -> None:
+        """Ask the job's spawner to kill the job's process groups (it alone can do so without
+        racing the reuse of a pid it has reaped)."""
+        spawner = self.spawners.get(job.slot)
+        if spawner is not None:
+            try:
+                spawner.sock.send(marshal.dumps(("kill", job.seq)))
+            except OSError:
+                pass
+
+    def _spawner_exited(self, slot: int, pid: int) -> None:
+        """A spawner ended (it never should): its slot's running job is an infrastructure
+        failure; its sample processes (now the server's, a subreaper) die in the uid sweep or
+        as escapees. The slot gets a fresh spawner next time."""
+        spawner = self.spawners.pop(slot)
+        fd = spawner.sock.fileno()
+        self.spawner_fds.pop(fd, None)
+        try:
+            self.ep.unregister(fd)
+        except OSError:
+            pass
+        spawner.sock.close()
+        for job in [j for j in self.active.values() if j.slot == slot]:
+            os.pwrite(job.setup_fd, f"the slot's spawner (pid {pid}) died".encode(), 0)
+            job.killed.update(job.running)
+            job.running.clear()
+            if job.judge == "running":
+                self._expire(job)
+            else:
+                self._verdict_in(job)
 
     # -- launching -------------------------------------------------------------------------
     def _start(self, seq: int, meta: dict, fds: dict[str, int]) -> None:
@@ -781,21 +975,18 @@ class Server:
         job.start = time.monotonic()
         job.deadline = job.start + float(meta.get("timeout", 10.0))
         try:
-            pid = os.fork()
+            spawner = self._spawner_for(job.slot)
+            spawner.sock.sendmsg(
+                [marshal.dumps(("run", seq, role, job.slot, job.workdir, job.nonce, meta))],
+                [(_SOL_SOCKET, _SCM_RIGHTS, self.channel.array("i", [*child_fds, job.setup_fd]).tobytes())])
         except OSError as exc:
-            self._abandon(job, pipes, f"fork failed: {exc}")
+            self._abandon(job, pipes, f"could not start the sample process: {exc}")
             return
-        if pid == 0:  # ------------------------------------------------------------- child
-            code = 70
-            try:
-                code = self._child(role, job, child_fds)
-            finally:
-                os._exit(code)
-        job.pids[pid] = role
-        self.jobs[pid] = job
+        job.running.add(role)
+        self.active[seq] = job
         if judge is not None:
-            request = json.dumps({"seq": seq, "nonce": job.nonce, "timeout": job.meta.get("timeout", 10.0),
-                                  "memory_mb": job.meta.get("memory_mb", 1024)}).encode("ascii")
+            request = marshal.dumps({"seq": seq, "nonce": job.nonce, "timeout": job.meta.get("timeout", 10.0),
+                                     "memory_mb": job.meta.get("memory_mb", 1024)})
             try:
                 judge.sock.sendmsg([request], [(_SOL_SOCKET, _SCM_RIGHTS, self.channel.array(
                     "i", [fds["judge"], pipes[0], pipes[3], job.mem["verdict"]]).tobytes())])
@@ -864,11 +1055,11 @@ class Server:
         ``setup_fd`` and returns None; on success ``setup_fd`` is closed, so the sample can never
         claim an infra failure."""
         try:
-            signal.set_wakeup_fd(-1)
-            _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)  # the C function: no enum conversions
-            # objects owning descriptors must not close a reused number when collected later
-            self.ep.close()
-            self.channel.sock.detach()
+            if self.in_spawner:  # the spawner let go of the server's state already
+                signal.set_wakeup_fd(-1)
+                _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+            else:  # objects owning descriptors must not close a reused number when collected later
+                self._forget_server()
             os.setsid()
             # move every descriptor we pass out of the way, then into place as 0, 1, 2, 3, ...
             moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, _LOW_FD) for fd in fds]
@@ -978,26 +1169,39 @@ class Server:
             with open(fd, "w", encoding="utf-8") as fh:
                 fh.write(text)
 
-    def _limits(self, meta: dict) -> None:
-        """rlimits of a child. A judge (``timeout`` 0) gets open CPU and memory hard limits: it
-        lowers the soft ones for each request it runs."""
+    def _static_limits(self) -> None:
+        """The rlimits that are the same for every child (core dumps, file size, open files,
+        processes). Set in each judge, and once in each spawner, whose children
+        inherit them (a spawner never needs more than these)."""
         lim = self.limits
-        timeout = float(meta.get("timeout", 10.0))
-        memory = int(meta.get("memory_mb", 1024)) << 20
-        for rlim, value in ((resource.RLIMIT_AS, memory),
-                            (resource.RLIMIT_CPU, int(timeout) + 2 if timeout else 0),
-                            (resource.RLIMIT_CORE, 0),
+        for rlim, value in ((resource.RLIMIT_CORE, 0),
                             (resource.RLIMIT_FSIZE, int(lim.get("file_size_mb", 64)) << 20),
                             (resource.RLIMIT_NOFILE, int(lim.get("open_files", 256))),
                             (resource.RLIMIT_NPROC, int(lim.get("processes", 64)))):
             hard = self.hard_limits[rlim]
-            if rlim in (resource.RLIMIT_AS, resource.RLIMIT_CPU) and not value:
+            if hard != resource.RLIM_INFINITY and value > hard:
+                value = hard
+            resource.setrlimit(rlim, (value, value))
+
+    def _limits(self, meta: dict) -> None:
+        """rlimits of a child: the request's memory (address space) and CPU limits, the static
+        ones (:meth:`_static_limits`) unless a spawner set them already, and the OOM score. A
+        judge (``timeout`` 0) gets open CPU and memory hard limits: it lowers the soft ones
+        for each request it runs."""
+        timeout = float(meta.get("timeout", 10.0))
+        memory = int(meta.get("memory_mb", 1024)) << 20
+        for rlim, value in ((resource.RLIMIT_AS, memory),
+                            (resource.RLIMIT_CPU, int(timeout) + 2 if timeout else 0)):
+            hard = self.hard_limits[rlim]
+            if not value:
                 resource.setrlimit(rlim, (hard, hard))
                 continue
             if hard != resource.RLIM_INFINITY and value > hard:
                 value = hard
             resource.setrlimit(rlim, (value, value))
-        os.umask(0o077)
+        if not self.in_spawner:
+            self._static_limits()
+        os.umask(0o077)  # after the request's files were written (they stay readable)
         try:  # children are the OOM killer's first victims, before the server or the host's jobs
             fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
             try:
@@ -1015,7 +1219,6 @@ class Server:
             pass
 
     def _reap(self) -> None:
-        finished = []
         while True:
             try:
                 pid, status, rusage = os.wait4(-1, os.WNOHANG)
@@ -1023,19 +1226,12 @@ class Server:
                 break
             if pid == 0:
                 break
-            job = self.jobs.pop(pid, None)
-            if job is None:
+            for slot, spawner in list(self.spawners.items()):
+                if spawner.pid == pid:
+                    self._spawner_exited(slot, pid)
+                    break
+            else:  # a judge, or an escaped descendant of a sample re-parented to us
                 self._judge_exited(pid, status, rusage)
-                continue
-            role = job.pids.pop(pid)
-            job.status[role], job.rusage[role] = status, rusage
-            self._kill_group(pid)  # leftovers in that process group
-            if role == "single":
-                self._verdict_in(job)
-            elif not job.pids and job.judge != "running":
-                finished.append(job)
-        if finished:
-            self._finished(finished)
 
     def _judge_exited(self, pid: int, status: int, rusage: object) -> None:
         """A judge ended (killed by us, a limit, or a crash): the request it was running, if
@@ -1058,6 +1254,8 @@ class Server:
             return
 
     def _finished(self, jobs: list[_Job]) -> None:
+        for job in jobs:
+            self.active.pop(job.seq, None)
         # escapees first: the freed slot's uids are about to be reused by the next request
         # (without a subprocess-allowing request, the seccomp filter forbids creating any)
         swept = self.facts["drop_uid"]
@@ -1093,9 +1291,10 @@ class Server:
                 pids = [int(p) for p in fh.read().split()]
         except OSError:
             return
-        judges = {j.pid for j in self.judges.values()} | set(self.retired)
+        ours = {j.pid for j in self.judges.values()} | set(self.retired) | \
+            {s.pid for s in self.spawners.values()}
         for pid in pids:
-            if pid not in self.jobs and pid not in judges:
+            if pid not in ours:
                 for kill in (os.killpg, os.kill):
                     try:
                         kill(pid, signal.SIGKILL)
@@ -1256,27 +1455,31 @@ class Server:
         """Wall-clock limit reached (or shutdown): kill the sample and, when it was running
         this request's test, the slot's judge (its state is unknown; a fresh one follows)."""
         job.timed_out = True
-        for pid in job.pids:
-            self._kill_group(pid)
+        if job.running:
+            self._kill_sample(job)
         if job.judge == "running":
             judge = self.judges.get(job.slot)
             if judge is not None and judge.job is job:
                 judge.job = None
                 self._retire_judge(job.slot, kill=True)
             job.judge = "died"
-            if not job.pids:
+            if not job.running:
                 self._finished([job])
 
     def serve(self) -> None:
+        for slot in range(self.workers):  # before any request's descriptor exists
+            self._spawner_for(slot)
         while True:
             self._launch()
-            if self.shutting_down and not self.jobs and not any(j.job for j in self.judges.values()):
+            if self.shutting_down and not self.active and not any(j.job for j in self.judges.values()):
                 for slot in list(self.judges):
                     self._retire_judge(slot, kill=True)
+                for spawner in self.spawners.values():
+                    spawner.sock.close()  # it kills what still runs and exits
                 return
             now = time.monotonic()
             timeout = None
-            running = {id(job): job for job in self.jobs.values()}
+            running = {id(job): job for job in self.active.values()}
             running.update({id(j.job): j.job for j in self.judges.values() if j.job is not None})
             for job in running.values():
                 if job.timed_out:
@@ -1304,6 +1507,8 @@ class Server:
                             pass
                     except BlockingIOError:
                         pass
+                elif fd in self.spawner_fds:
+                    self._spawner_report(self.spawner_fds[fd])
                 elif fd in self.judge_fds:
                     self._judge_report(self.judge_fds[fd])
             self._reap()
