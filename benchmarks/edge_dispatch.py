@@ -34,6 +34,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _provenance import Provenance  # noqa: E402
 
 from core.edge.certs import write_certs  # noqa: E402
 from core.edge.executor import DaskExecutor  # noqa: E402
@@ -92,6 +95,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH)
     parser.add_argument("--delay-ms", type=float, default=20.0)
     args = parser.parse_args()
+    provenance = Provenance()
     logging.basicConfig(level=logging.WARNING)
     folder = Path(tempfile.mkdtemp(prefix="ianvs-edge-bench-"))
     with contextlib.ExitStack() as stack:
@@ -155,6 +159,7 @@ def main() -> None:
           f"{[round(x, 1) for x in figures['delay']]}")
     print(f"delay_ms={args.delay_ms:g} dask_delay_sps={med['delay']:.1f} "
           f"delay_slowdown={med['dask'] / med['delay']:.2f} batch_size={args.batch_size}")
+    print(provenance.line())
     print(f"local_sps={med['local']:.1f} dask_sps={med['dask']:.1f} "
           f"overhead_ms_per_sample={overhead:.2f} nodes={nodes} all_passed={str(all_ok).lower()}")
 

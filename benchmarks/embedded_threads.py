@@ -28,6 +28,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _provenance import Provenance  # noqa: E402
+
 PROMPTS = [
     'def fib(n: int) -> int:\n    """Return the n-th Fibonacci number."""\n',
     'def is_palindrome(s: str) -> bool:\n    """True when s reads the same backwards."""\n',
@@ -83,6 +87,7 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--timeout", type=float, default=600, help="seconds per configuration")
     args = parser.parse_args()
+    provenance = Provenance()
     logging.basicConfig(level=logging.WARNING)
     threads_list = [None if t == "auto" else int(t) for t in args.threads.split(",")]
     configs = [(t, p) for t in threads_list for p in map(int, args.poll.split(","))]
@@ -112,6 +117,7 @@ def main() -> int:
         for threads, poll in configs:
             med = statistics.median(samples[(hogs, threads, poll)])
             print(f"{hogs:>4} {threads or 'auto':>7} {poll:>4} {med:>19.2f} {med / base:>5.2f}")
+    print(provenance.line())
     return 0
 
 

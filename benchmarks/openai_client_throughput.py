@@ -16,11 +16,17 @@ import json
 import logging
 import os
 import statistics
+import sys
 import time
 
-from core.generation.embedded import EmbeddedGenerator
-from core.generation.openai_http import OpenAIGenerator
-from core.generation.types import DecodingSettings, GenerationRequest
+# this checkout's core (not whichever one is installed), and _provenance beside this file
+sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                os.path.dirname(os.path.abspath(__file__))]
+
+from _provenance import Provenance  # noqa: E402
+from core.generation.embedded import EmbeddedGenerator  # noqa: E402
+from core.generation.openai_http import OpenAIGenerator  # noqa: E402
+from core.generation.types import DecodingSettings, GenerationRequest  # noqa: E402
 
 PROMPTS = [
     "def add(a, b):\n", "def is_even(n):\n", "def reverse(s):\n", "def square(x):\n",
@@ -52,6 +58,7 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--slots", type=int, default=4, help="llama.cpp parallel slots of the server")
     args = parser.parse_args()
+    provenance = Provenance()
     logging.basicConfig(level=logging.WARNING)
     server = EmbeddedGenerator(n_ctx=512 * args.slots, n_parallel=args.slots)
     url = server.base_url + "/v1"
@@ -71,6 +78,7 @@ def main() -> int:
     for r in rows:
         print(f"{r['concurrency']:>5} {r['req_per_s']:>7} {r['gen_tokens_per_s']:>7} {r['latency_p50_s']:>7} "
               f"{r['latency_p95_s']:>7} {r['wall_s']:>7} {r['errors']:>4}")
+    print(provenance.line())
     print(json.dumps(rows))
     return 0
 

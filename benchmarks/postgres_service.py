@@ -24,6 +24,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _provenance import Provenance  # noqa: E402
 
 from core.scenarios.repo.env import ensure_env  # noqa: E402
 from core.scenarios.repo.execute import Sample, default_views_dir, run_samples  # noqa: E402
@@ -45,6 +48,7 @@ def main() -> None:
     parser.add_argument("--dbs", type=int, default=20)
     parser.add_argument("--tasks", type=int, default=10)
     args = parser.parse_args()
+    provenance = Provenance()
 
     starts, stops, floor = [], [], []
     per: dict[str, tuple[list[float], list[float]]] = {}
@@ -95,6 +99,7 @@ def main() -> None:
                   f"wall per sample {per_wall * 1000:7.1f} ms, passed {passed}/{args.tasks}")
         ratio = figures["dataset-postgres"][1] / figures["dataset-sqlite"][1]
         print(f"postgres/sqlite wall per sample: {ratio:.2f}x")
+        print(provenance.line())
         print(json.dumps({"start_s": statistics.median(starts), "create_s": {k: statistics.median(v[0]) for k, v in per.items()}}))
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -20,6 +20,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _provenance import Provenance  # noqa: E402
 
 from core.scenarios.repo.authoring import AuthoringOptions, author  # noqa: E402
 from core.scenarios.repo.env import ensure_env  # noqa: E402
@@ -35,6 +38,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=10)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    provenance = Provenance()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     logging.getLogger("core.scenarios.repo.authoring").setLevel(logging.DEBUG)  # why tests are dropped
     every = load_tasks(DATA / "toolz-tasks.jsonl", None)
@@ -54,6 +58,7 @@ def main() -> None:
     row = report.as_dict()
     row.pop("model")
     print(json.dumps(row))
+    print(provenance.line())
     print(f"tasks={len(tasks)} total_s={total:.1f} per_task_s={total / len(tasks):.1f} "
           f"generation_s={report.generation_s:.1f} validation_s={report.validation_s:.1f}")
     if args.out:

@@ -29,6 +29,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _provenance import Provenance  # noqa: E402
 
 from core.scenarios.repo.env import RepoEnv, ensure_env  # noqa: E402
 from core.scenarios.repo.execute import Sample, default_views_dir, run_samples  # noqa: E402
@@ -77,6 +80,7 @@ def main() -> None:
     parser.add_argument("--set", default="toolz", help="shipped set: data/<set>-tasks.jsonl (toolz, eli5, dataset-sqlite)")
     parser.add_argument("--docker", action="store_true", help="also the docker backend")
     args = parser.parse_args()
+    provenance = Provenance()
     tasks_file = DATA / f"{args.set}-tasks.jsonl"
     every = load_tasks(tasks_file)
     if any(t.get("services") for t in every):
@@ -113,6 +117,7 @@ def main() -> None:
                 label = f"{name} sandbox, {workers} worker(s){'' if preload else ', no preload'}, wall s/sample"
                 print(f"{label:<60}{wall:8.3f}   ratio vs direct {wall / d:5.2f}   (run alone {run:.3f})")
         side = " ".join(f"{name}={figures[(1, True)][0]:.3f}" for name, figures in backends.items())
+        print(provenance.line())
         print(f"per-sample s, 1 worker: direct={d:.3f} {side}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -14,7 +14,9 @@ completions), each in a fresh workspace, and measures for the ``ianvs`` process:
 Repeated problems have identical code and tests, so the sandbox executes each distinct sample
 once and serves the rest from its cache: the numbers measure the harness, not the sandbox.
 
-Usage: ``python benchmarks/scale.py [--sizes 1000 10000 100000] [--keep DIR]``. Last line::
+Usage: ``python benchmarks/scale.py [--sizes 1000 10000 100000] [--keep DIR] [--no-report]``
+(``--no-report``: without the report and its matplotlib figures). Prints a provenance line
+(:mod:`_provenance`), then, last::
 
     rss_mb_1k=<n> rss_mb_10k=<n> rss_mb_100k=<n> sps_100k=<n>
 
@@ -35,6 +37,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from _provenance import Provenance  # noqa: E402
 EXAMPLE = REPO / "examples" / "smart_coding" / "smart_coding_learning_bench" / "codegen"
 LOGGER = logging.getLogger("scale")
 
@@ -80,10 +85,11 @@ def _proc_stat(pid: int) -> tuple[int, float]:
     return hwm, (int(stat[11]) + int(stat[12])) / tick
 
 
-def run_job(job: Path, cwd: Path) -> dict[str, float]:
+def run_job(job: Path, cwd: Path, report: bool = True) -> dict[str, float]:
     start = time.perf_counter()
+    flags = ["--no-progress"] + ([] if report else ["--no-report"])
     proc = subprocess.Popen([sys.executable, "-m", "core.cmd.benchmarking", "-f", str(job),
-                             "--no-progress"], cwd=cwd, stdout=subprocess.DEVNULL,
+                             *flags], cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=str(REPO)))
     hwm, cpu = 0, 0.0
@@ -109,7 +115,10 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--generators", nargs="+", default=["canonical", "replay"])
     parser.add_argument("--keep", type=Path, help="keep the jobs and workspaces in this folder")
+    parser.add_argument("--no-report", action="store_true",
+                        help="run ianvs with --no-report (no figures: without matplotlib)")
     args = parser.parse_args()
+    provenance = Provenance()
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     base = args.keep or Path(tempfile.mkdtemp(prefix="ianvs-scale-"))
     base.mkdir(parents=True, exist_ok=True)
@@ -121,7 +130,7 @@ def main() -> int:
             for generator in args.generators:
                 root = base / f"job-{size}-{generator}"
                 job = make_job(root, data, generator, samples)
-                m = run_job(job, root)
+                m = run_job(job, root, report=not args.no_report)
                 m["pass@1"] = pass_at_1(root / "workspace")
                 summary.setdefault(size, {})[generator] = m
                 print(f"size={size} generator={generator} rss_mb={m['rss_mb']:.1f} "
@@ -137,6 +146,7 @@ def main() -> int:
     largest = max(summary)
     parts.append(f"sps_{names.get(largest, largest)}="
                  f"{min(largest / m['wall_s'] for m in summary[largest].values()):.0f}")
+    print(provenance.line())
     print(" ".join(parts))
     ok = all(m["pass@1"] == 1.0 for runs in summary.values() for m in runs.values())
     return 0 if ok else 1

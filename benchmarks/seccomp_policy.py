@@ -46,6 +46,9 @@ from typing import Callable
 LOGGER = logging.getLogger("seccomp_policy")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from _provenance import Provenance  # noqa: E402
 WALLS = os.path.join("core", "testenvmanager", "sandbox", "walls.py")
 #: the last revision whose policy was default-allow with a denylist
 DEFAULT_BASELINE = "08ae78d"
@@ -158,6 +161,7 @@ def main() -> int:
     parser.add_argument("--children", type=int, default=40, help="children per variant per round")
     parser.add_argument("--iterations", type=int, default=5000, help="calls per loop per child")
     args = parser.parse_args()
+    provenance = Provenance()
 
     with tempfile.TemporaryDirectory() as scratch:
         old = load_walls(baseline_path(args.baseline, scratch), "walls_baseline")
@@ -191,6 +195,7 @@ def main() -> int:
         field: round(statistics.median(n[i] / o[i] for n, o in zip(medians["new"], medians["old"])
                                        if o[i] > 0), 3)
         for i, field in enumerate(fields)}
+    print(provenance.line())
     print(json.dumps(result))
     return 0
 

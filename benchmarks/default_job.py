@@ -1,0 +1,189 @@
+"""Wall time, CPU and model speed of a shipped default job, exactly as the README runs it.
+
+Copies an example job (``--job codegen``: the README's first command; ``comment``, ``issue``,
+``repo``) into a fresh folder (so nothing is cached but the model file and, for ``repo``, the
+repositories' environments), optionally points its ``test_index`` at another file of the
+example's ``data/`` (``--data humaneval.jsonl``: the full HumanEval set), and runs
+``ianvs -f benchmarkingjob.yaml --no-progress`` on it, ``--hogs`` busy-looping processes beside
+it (0: alone). Prints, per generator row of the leaderboard, its main columns and
+``latency_s``/``tokens_per_s``, the model's load time and thread count from the log, the LLM
+judge's call times (jobs with a judge), then a provenance line (:mod:`_provenance`) and, last::
+
+    job=<name> wall_s=<n> cpu_s=<n> model_load_s=<n> tasks=<n> hogs=<n> rows=<n> gold_ok=<bool>
+
+``cpu_s`` is the CPU time of ``ianvs`` and every descendant it waited for (generation,
+sandboxes). ``gold_ok``: the gold controls scored as they must (``canonical``/``reference`` 1.0
+on the job's main metric, ``broken`` 0.0; on ``issue``, whose unrelated text shares some words
+with any answer, below 1.0). ``--leaderboard FILE`` also writes the run's
+``ianvs leaderboard`` board to FILE, followed by its provenance note
+(``docs/leaderboards/codegen-default.md`` is made so).
+
+Usage: ``python benchmarks/default_job.py [--job codegen] [--data FILE] [--hogs 0]
+[--leaderboard FILE [--title TITLE]] [--keep DIR]``
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import multiprocessing
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from _provenance import Provenance  # noqa: E402
+
+BENCH = REPO / "examples" / "smart_coding" / "smart_coding_learning_bench"
+JOBS = ("codegen", "comment", "issue", "repo")
+#: The leaderboard columns shown per job (besides generator, latency_s, tokens_per_s).
+COLUMNS = {
+    "codegen": ("pass@1", "passed", "failed", "error", "syntax_error", "timeout"),
+    "comment": ("code_preserved", "code_altered", "line_coverage", "chrf", "bleu", "rouge_l"),
+    "issue": ("chrf", "bleu", "rouge_l", "embedding_sim", "judge_score"),
+    "repo": ("pass@1", "f2p_share", "passed", "failed", "syntax_error"),
+}
+MAIN = {"codegen": "pass@1", "comment": "line_coverage", "issue": "rouge_l", "repo": "pass@1"}
+LOADED = re.compile(r"embedded model .* loaded in ([\d.]+)s \((\d+) threads")
+
+
+def _hog() -> None:  # pragma: no cover - a child process that only burns CPU
+    while True:
+        pass
+
+
+def prepare(job: str, root: Path, data: str | None) -> Path:
+    """A fresh copy of the example *job* in *root* (``test_index`` -> ``data/<data>``)."""
+    shutil.copytree(BENCH / job, root, ignore=shutil.ignore_patterns("workspace"))
+    if data:
+        env = root / "testenv" / "testenv.yaml"
+        text, n = re.subn(r'(?m)^(\s*test_index:\s*")[^"]*(")', rf"\g<1>../data/{data}\g<2>",
+                          env.read_text())
+        if n != 1 or not (root / "data" / data).is_file():
+            raise SystemExit(f"cannot point {env} at data/{data}")
+        env.write_text(text)
+    return root / "benchmarkingjob.yaml"
+
+
+def run(job_file: Path, hogs: int) -> tuple[float, float, str]:
+    """(wall s, CPU s of ianvs and its children, stderr) of one ``ianvs -f`` run."""
+    procs = [multiprocessing.Process(target=_hog, daemon=True) for _ in range(hogs)]
+    for proc in procs:
+        proc.start()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    try:
+        done = subprocess.run([sys.executable, "-m", "core.cmd.benchmarking", "-f", str(job_file),
+                               "--no-progress"], cwd=job_file.parent, capture_output=True,
+                              text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    finally:
+        wall = time.perf_counter() - started
+        for proc in procs:
+            proc.kill()
+            proc.join(5)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode != 0:
+        raise SystemExit(f"ianvs failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return wall, cpu, done.stderr
+
+
+def count_tasks(root: Path) -> int:
+    """Records in the job's test set (``test_index`` of its testenv.yaml)."""
+    env = root / "testenv" / "testenv.yaml"
+    match = re.search(r'(?m)^\s*test_index:\s*"([^"]*)"', env.read_text())
+    if not match:
+        return 0
+    with open(env.parent / match.group(1), encoding="utf-8") as data:
+        return sum(1 for line in data if line.strip())
+
+
+def rows(root: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(open(next(root.glob("workspace/*/rank/all_rank.csv")))))
+
+
+def judge_calls(root: Path) -> list[float]:
+    """Seconds of every LLM-judge call of the run (``judge_generations.jsonl``)."""
+    seconds = []
+    for path in root.glob("workspace/**/judge_generations.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                seconds.append(float(json.loads(line)["latency_s"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+    return seconds
+
+
+def gold_ok(job: str, table: list[dict[str, str]]) -> bool:
+    ok = True
+    for row in table:
+        generator = row.get("basemodel-generator", "")
+        value = float(row[MAIN[job]]) if row.get(MAIN[job]) else float("nan")
+        if generator in ("canonical", "reference"):
+            ok &= value == 1.0
+        elif generator == "broken":  # unrelated text still shares letters with an answer
+            ok &= value < 1.0 if job == "issue" else value == 0.0
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--job", choices=JOBS, default="codegen")
+    parser.add_argument("--data", help="a file of the example's data/ folder as test_index")
+    parser.add_argument("--hogs", type=int, default=0, help="busy processes beside the job")
+    parser.add_argument("--leaderboard", type=Path, help="write the run's leaderboard here")
+    parser.add_argument("--title", help="the leaderboard's title (ianvs leaderboard --title)")
+    parser.add_argument("--keep", type=Path, help="keep the job and its workspace in this folder")
+    args = parser.parse_args()
+    provenance = Provenance()
+    base = args.keep or Path(tempfile.mkdtemp(prefix="ianvs-default-job-"))
+    base.mkdir(parents=True, exist_ok=True)
+    root = base / args.job
+    try:
+        job_file = prepare(args.job, root, args.data)
+        wall, cpu, log = run(job_file, args.hogs)
+        table = rows(root)
+        loads = LOADED.findall(log)
+        tasks = count_tasks(root)
+        for row in table:
+            per_part = [c for c in row if c.startswith(f"{MAIN[args.job]}[")]  # pass@1[toolz]
+            shown = " ".join(f"{c}={row.get(c, '')}" for c in
+                             (*COLUMNS[args.job], *per_part, "latency_s", "tokens_per_s"))
+            print(f"generator={row.get('basemodel-generator', '?')} {shown}", flush=True)
+        for seconds, threads in loads:
+            print(f"model_loaded_s={seconds} threads={threads}")
+        judged = judge_calls(root)
+        if judged:
+            print(f"judge calls: {len(judged)}, {min(judged):.1f}-{max(judged):.1f} s each "
+                  f"(median {statistics.median(judged):.1f} s)")
+        if args.leaderboard:
+            board = args.leaderboard.resolve()
+            subprocess.run([sys.executable, "-m", "core.cmd.benchmarking", "leaderboard",
+                            "workspace", "-o", str(board),
+                            *(["--title", args.title] if args.title else [])],
+                           cwd=root, check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+            with board.open("a", encoding="utf-8") as out:  # the figures' provenance note
+                out.write(f"\n({provenance.note()})\n")
+            print(f"leaderboard={args.leaderboard}")
+        load_s = max((float(s) for s, _ in loads), default=float("nan"))
+        ok = gold_ok(args.job, table)
+        print(provenance.line())
+        print(f"job={args.job} wall_s={wall:.1f} cpu_s={cpu:.1f} model_load_s={load_s:.1f} "
+              f"tasks={tasks} hogs={args.hogs} rows={len(table)} gold_ok={str(ok).lower()}")
+        return 0 if ok else 1
+    finally:
+        if args.keep is None:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
