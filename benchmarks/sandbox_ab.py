@@ -22,6 +22,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NEW = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from _provenance import Provenance  # noqa: E402
 
 CHILD = r"""
 import json, sys, time, dataclasses
@@ -63,6 +66,7 @@ def main() -> int:
     parser.add_argument("--new-options", default="{}", help="JSON executor options for this checkout")
     parser.add_argument("--base-options", default="{}", help="JSON executor options for the base")
     args = parser.parse_args()
+    provenance = Provenance()
     runs: dict[str, list[dict]] = {"new": [], "base": []}
     options = {"new": json.loads(args.new_options), "base": json.loads(args.base_options)}
     for rnd in range(args.rounds):
@@ -80,6 +84,7 @@ def main() -> int:
                        f"median per-round new/base {statistics.median(ratios):.3f}")
     passed = all(r["boundary_passed"] == 164 and r["in_process_passed"] == 164 for rs in runs.values() for r in rs)
     print(f"isolation new={runs['new'][0]['isolation']} base={runs['base'][0]['isolation']} all_passed={passed}")
+    print(provenance.line())
     print("\n".join(summary))
     return 0 if passed else 1
 

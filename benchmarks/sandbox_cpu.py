@@ -36,6 +36,9 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from core.testenvmanager.sandbox import ExecRequest, Outcome, get_executor  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _provenance import Provenance  # noqa: E402
+
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -145,6 +148,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
+    provenance = Provenance()
     requests = _requests()
     ours = measure_ours(requests, args.workers, args.rounds)
     floor_ms, floor_faults, floor_sps = measure_floor(requests, args.workers, args.rounds)
@@ -160,8 +164,7 @@ def main() -> int:
         print(f"{key:16s} minor_faults_per_sample={ours[key]:.0f}")
     print(f"faults_per_sample={faults:.0f} floor_faults_per_sample={floor_faults:.0f} "
           "(ours without the caller; the floor: forker, judges and candidates)")
-    print(f"date={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} cores={os.cpu_count()} "
-          f"load_avg_1min_end={os.getloadavg()[0]:.2f}")
+    print(provenance.line())
     print(f"total_ms={total:.2f} floor_total_ms={floor_ms:.2f} cpu_ratio={total / floor_ms:.2f} "
           f"sps={ours['sps']:.1f} floor_sps={floor_sps:.1f}")
     return 0

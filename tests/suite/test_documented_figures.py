@@ -128,10 +128,7 @@ NOT_FIGURES: list[tuple[str, str, str]] = [
 
 #: ``(file, heading) -> why``: sections whose figures are being regenerated elsewhere; checked
 #: strictly (an entry fails once its section has no figure without a note).
-PENDING_SECTIONS: dict[tuple[str, str], str] = {
-    ("docs/sandbox.md", "Speed"): "executor_vs_human_eval.py, sandbox_ab.py and boundary_floor.py "
-                                  "are being re-measured with the sandbox-speed work",
-}
+PENDING_SECTIONS: dict[tuple[str, str], str] = {}
 
 
 # --- reading the documents -------------------------------------------------------------------
@@ -527,13 +524,7 @@ NO_PROVENANCE: dict[str, str] = {
     "_provenance.py": "the helper itself",
     "bare_fork_floor.py": "a child of executor_vs_human_eval.py: its stdout is one JSON line",
     "judge_forks_floor.py": "a child of executor_vs_human_eval.py: its stdout is one JSON line",
-    "boundary_floor.py": "a child of executor_vs_human_eval.py (being changed with the "
-                         "sandbox-speed work)",
-    "executor_vs_human_eval.py": "being changed with the sandbox-speed work",
-    "sandbox_ab.py": "being changed with the sandbox-speed work",
-    "e2e_vs_human_eval.py": "being changed with the sandbox-speed work (it prints the load "
-                            "itself)",
-    "sandbox_cpu.py": "being changed with the sandbox-speed work",
+    "boundary_floor.py": "a child of executor_vs_human_eval.py: its stdout is one JSON line",
 }
 
 
