@@ -43,7 +43,10 @@ import builtins
 import os
 import sys
 import time
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+if TYPE_CHECKING:  # at run time only judges import it (see _rewrite_asserts)
+    import ast
 
 __all__ = ["judge_loop", "judge_main", "candidate_main", "CandidateError", "CandidateAborted", "CandidateDied"]
 
@@ -547,7 +550,8 @@ class _Message:
     __slots__ = ("tree", "filename", "code")
 
     def __init__(self, tree: Any, filename: str) -> None:
-        self.tree, self.filename, self.code = tree, filename, None
+        self.tree, self.filename = tree, filename
+        self.code: Any = None
 
     def compiled(self) -> Any:
         if self.code is None:
@@ -572,7 +576,7 @@ def _assert_guard(node: ast.Assert, site: int, filename: str) -> tuple[ast.stmt,
     keep their meaning); ``msg`` becomes a separate ``lambda name, ...: msg``. Every new node
     takes the assert's position; the original ``test`` and ``msg`` keep theirs."""
     import ast  # only judges rewrite tests: the fork server's image stays without it
-    where = {"lineno": node.lineno, "col_offset": node.col_offset,
+    where: dict[str, Any] = {"lineno": node.lineno, "col_offset": node.col_offset,
              "end_lineno": node.end_lineno, "end_col_offset": node.end_col_offset}
 
     def log(method: str) -> ast.Attribute:
