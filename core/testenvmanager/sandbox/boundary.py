@@ -577,7 +577,7 @@ def _assert_guard(node: ast.Assert, site: int, filename: str) -> tuple[ast.stmt,
     takes the assert's position; the original ``test`` and ``msg`` keep theirs."""
     import ast  # only judges rewrite tests: the fork server's image stays without it
     where: dict[str, Any] = {"lineno": node.lineno, "col_offset": node.col_offset,
-             "end_lineno": node.end_lineno, "end_col_offset": node.end_col_offset}
+                             "end_lineno": node.end_lineno, "end_col_offset": node.end_col_offset}
 
     def log(method: str) -> ast.Attribute:
         return ast.Attribute(value=ast.Name(id=_LOG, ctx=ast.Load(), **where), attr=method,
