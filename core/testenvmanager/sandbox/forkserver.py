@@ -52,6 +52,10 @@ import _socket
 import marshal
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWNET, _CLONE_NEWUSER = 0x20000, 0x8000000, 0x40000000, 0x10000000
@@ -541,6 +545,21 @@ class _Channel:
         return marshal.loads(data), fds
 
 
+def _waiting(sock: "_socket.socket", size: int) -> Iterator[bytes]:
+    """The messages waiting on a non-blocking socket, then stop; ``b""`` when the peer is gone
+    (end of file, or the socket was closed meanwhile), after which nothing more is read."""
+    while True:
+        try:
+            data = sock.recv(size)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        yield data
+        if not data:
+            return
+
+
 class _Job:
     """Book-keeping for one request (server side only)."""
 
@@ -708,13 +727,7 @@ class Server:
         judge = self.judges.pop(slot, None)
         if judge is None:
             return
-        fd = judge.sock.fileno()
-        self.judge_fds.pop(fd, None)
-        try:
-            self.ep.unregister(fd)
-        except OSError:
-            pass
-        judge.sock.close()
+        self._drop_socket(judge.sock, self.judge_fds)
         os.close(judge.setup_fd)
         if kill:
             try:
@@ -723,17 +736,21 @@ class Server:
                 pass
         self.retired[judge.pid] = judge
 
+    def _drop_socket(self, sock: "_socket.socket", index: dict[int, int]) -> None:
+        """Stop watching ``sock`` (its entry in ``index`` and in the event loop), close it."""
+        fd = sock.fileno()
+        index.pop(fd, None)
+        try:
+            self.ep.unregister(fd)
+        except OSError:
+            pass
+        sock.close()
+
     def _judge_report(self, slot: int) -> None:
         judge = self.judges.get(slot)
         if judge is None:
             return
-        while True:
-            try:
-                data = judge.sock.recv(256)
-            except BlockingIOError:
-                return
-            except OSError:
-                data = b""
+        for data in _waiting(judge.sock, 256):
             if not data:  # the judge is gone; its exit is handled when it is reaped
                 return
             job = judge.job
@@ -889,13 +906,7 @@ class Server:
         spawner = self.spawners.get(slot)
         if spawner is None:
             return
-        while True:
-            try:
-                data = spawner.sock.recv(4096)
-            except BlockingIOError:
-                return
-            except OSError:
-                data = b""
+        for data in _waiting(spawner.sock, 4096):
             if not data:  # the spawner is gone; handled when it is reaped
                 return
             _op, seq, role, status, rusage = marshal.loads(data)
@@ -925,13 +936,7 @@ class Server:
         failure; its sample processes (now the server's, a subreaper) die in the uid sweep or
         as escapees. The slot gets a fresh spawner next time."""
         spawner = self.spawners.pop(slot)
-        fd = spawner.sock.fileno()
-        self.spawner_fds.pop(fd, None)
-        try:
-            self.ep.unregister(fd)
-        except OSError:
-            pass
-        spawner.sock.close()
+        self._drop_socket(spawner.sock, self.spawner_fds)
         for job in [j for j in self.active.values() if j.slot == slot]:
             os.pwrite(job.setup_fd, f"the slot's spawner (pid {pid}) died".encode(), 0)
             job.killed.update(job.running)
