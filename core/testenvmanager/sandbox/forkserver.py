@@ -52,7 +52,7 @@ import _socket
 import marshal
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -513,7 +513,8 @@ def _level(facts: dict) -> int:
 
 # ----------------------------------------------------------------------------------- messages
 class _Channel:
-    """The caller's socket (SOCK_SEQPACKET: one message per JSON object, fds as SCM_RIGHTS)."""
+    """A SOCK_SEQPACKET link between this project's processes (the caller's socket, and a
+    spawner's to the server): one ``marshal``-encoded message per packet, fds as SCM_RIGHTS."""
 
     def __init__(self, fd: int) -> None:
         from array import array
@@ -522,12 +523,12 @@ class _Channel:
         self.array = array
         self.cmsg_space = _socket.CMSG_SPACE(16 * 4)
 
-    def send(self, obj: dict, fds: list[int] = ()) -> None:  # type: ignore[assignment]
+    def send(self, obj: dict | tuple, fds: list[int] = ()) -> None:  # type: ignore[assignment]
         data = marshal.dumps(obj)
         anc = [(_SOL_SOCKET, _SCM_RIGHTS, self.array("i", fds).tobytes())] if fds else []
         self.sock.sendmsg([data], anc)
 
-    def receive(self) -> tuple[dict, list[int]] | None:
+    def receive(self) -> tuple[Any, list[int]] | None:
         """Next message, ``({}, [])`` when none is waiting, None at EOF."""
         try:
             data, anc, _flags, _addr = self.sock.recvmsg(65536, self.cmsg_space,
@@ -592,10 +593,10 @@ class _Spawner:
     per request, so it takes no copy-on-write faults for the pages it writes while children
     run, and the slots fork in parallel instead of one after the other in the server."""
 
-    __slots__ = ("pid", "sock")
+    __slots__ = ("pid", "channel")
 
-    def __init__(self, pid: int, sock: "_socket.socket") -> None:
-        self.pid, self.sock = pid, sock
+    def __init__(self, pid: int, channel: _Channel) -> None:
+        self.pid, self.channel = pid, channel
 
 
 class _Judge:
@@ -789,17 +790,17 @@ class Server:
             code = 70
             try:
                 mine.close()
-                code = self._spawner_main(theirs)
+                code = self._spawner_main(_Channel(theirs.detach()))
             finally:
                 os._exit(code)
         theirs.close()
         mine.setblocking(False)
-        spawner = self.spawners[slot] = _Spawner(pid, mine)
-        self.spawner_fds[mine.fileno()] = slot
-        self.ep.register(mine.fileno(), select.EPOLLIN)
+        spawner = self.spawners[slot] = _Spawner(pid, _Channel(mine.detach()))
+        self.spawner_fds[spawner.channel.sock.fileno()] = slot
+        self.ep.register(spawner.channel.sock.fileno(), select.EPOLLIN)
         return spawner
 
-    def _spawner_main(self, sock: "_socket.socket") -> int:
+    def _spawner_main(self, channel: _Channel) -> int:
         """A spawner's loop (in the forked spawner; root like the server, never runs sample
         code). Messages from the server: ``("run", seq, role, slot, workdir, nonce, meta)`` with
         the child's descriptors plus its setup descriptor last, and ``("kill", seq)``; to the
@@ -807,13 +808,13 @@ class Server:
         Ends, killing its children, when the server hangs up."""
         self._forget_server()
         for other in self.spawners.values():
-            other.sock.detach()
+            other.channel.sock.detach()
         for judge in self.judges.values():
             judge.sock.detach()
         # every descriptor below the slot groups' but the ones it hands on: the caller's channel
         # (the caller must see EOF when the server dies), other slots' and requests' pipes and
         # memfds (a reader must see EOF when a sample dies), the server's wake-up pipe
-        keep = sorted({sock.fileno(), self.devnull})
+        keep = sorted({channel.sock.fileno(), self.devnull})
         start = 3
         for fd in [*keep, _SLOT_FD]:
             if fd > start:
@@ -825,12 +826,10 @@ class Server:
         wake_r, wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
-        space = _socket.CMSG_SPACE(16 * 4)
         children: dict[int, tuple[int, str]] = {}  # pid -> (seq, role)
         poller = select.poll()
-        poller.register(sock.fileno(), select.POLLIN)
+        poller.register(channel.sock.fileno(), select.POLLIN)
         poller.register(wake_r, select.POLLIN)
-        reaped = os.WNOHANG
         while True:
             events = poller.poll()
             for fd, _mask in events:
@@ -841,18 +840,14 @@ class Server:
                     except BlockingIOError:
                         pass
                     continue
-                data, anc, _flags, _addr = sock.recvmsg(65536, space, _MSG_CMSG_CLOEXEC)
-                fds: list[int] = []
-                for level, kind, blob in anc:
-                    if level == _SOL_SOCKET and kind == _SCM_RIGHTS:
-                        arr = self.channel.array("i")
-                        arr.frombytes(blob[:len(blob) - len(blob) % arr.itemsize])
-                        fds.extend(arr)
-                if not data:
+                got = channel.receive()
+                if got is None:  # the server hung up
                     for pid in children:
                         self._kill_group(pid)
                     return 0
-                msg = marshal.loads(data)
+                msg, fds = got
+                if not msg:  # nothing was waiting after all
+                    continue
                 if msg[0] == "kill":
                     for pid, (seq, _role) in children.items():
                         if seq == msg[1]:
@@ -875,12 +870,12 @@ class Server:
                 for fd in fds:
                     os.close(fd)
                 if pid < 0:
-                    sock.send(marshal.dumps(("exit", seq, role, -1, ())))
+                    channel.send(("exit", seq, role, -1, ()))
                 else:
                     children[pid] = (seq, role)
             while children:  # reap (and report) every child that ended; orphans are not ours
                 try:
-                    pid, status, rusage = os.wait4(-1, reaped)
+                    pid, status, rusage = os.wait4(-1, os.WNOHANG)
                 except ChildProcessError:
                     break
                 if pid == 0:
@@ -888,7 +883,7 @@ class Server:
                 owner = children.pop(pid, None)
                 if owner is not None:
                     self._kill_group(pid)  # leftovers in its process group
-                    sock.send(marshal.dumps(("exit", owner[0], owner[1], status, tuple(rusage))))
+                    channel.send(("exit", owner[0], owner[1], status, tuple(rusage)))
 
     def _forget_server(self) -> None:
         """In a process forked from the server: let go of what only the server uses (the
@@ -906,7 +901,7 @@ class Server:
         spawner = self.spawners.get(slot)
         if spawner is None:
             return
-        for data in _waiting(spawner.sock, 4096):
+        for data in _waiting(spawner.channel.sock, 4096):
             if not data:  # the spawner is gone; handled when it is reaped
                 return
             _op, seq, role, status, rusage = marshal.loads(data)
@@ -927,7 +922,7 @@ class Server:
         spawner = self.spawners.get(job.slot)
         if spawner is not None:
             try:
-                spawner.sock.send(marshal.dumps(("kill", job.seq)))
+                spawner.channel.send(("kill", job.seq))
             except OSError:
                 pass
 
@@ -936,7 +931,7 @@ class Server:
         failure; its sample processes (now the server's, a subreaper) die in the uid sweep or
         as escapees. The slot gets a fresh spawner next time."""
         spawner = self.spawners.pop(slot)
-        self._drop_socket(spawner.sock, self.spawner_fds)
+        self._drop_socket(spawner.channel.sock, self.spawner_fds)
         for job in [j for j in self.active.values() if j.slot == slot]:
             os.pwrite(job.setup_fd, f"the slot's spawner (pid {pid}) died".encode(), 0)
             job.killed.update(job.running)
@@ -981,9 +976,8 @@ class Server:
         job.deadline = job.start + float(meta.get("timeout", 10.0))
         try:
             spawner = self._spawner_for(job.slot)
-            spawner.sock.sendmsg(
-                [marshal.dumps(("run", seq, role, job.slot, job.workdir, job.nonce, meta))],
-                [(_SOL_SOCKET, _SCM_RIGHTS, self.channel.array("i", [*child_fds, job.setup_fd]).tobytes())])
+            spawner.channel.send(("run", seq, role, job.slot, job.workdir, job.nonce, meta),
+                                 [*child_fds, job.setup_fd])
         except OSError as exc:
             self._abandon(job, pipes, f"could not start the sample process: {exc}")
             return
@@ -1480,7 +1474,7 @@ class Server:
                 for slot in list(self.judges):
                     self._retire_judge(slot, kill=True)
                 for spawner in self.spawners.values():
-                    spawner.sock.close()  # it kills what still runs and exits
+                    spawner.channel.sock.close()  # it kills what still runs and exits
                 return
             now = time.monotonic()
             timeout = None
