@@ -561,6 +561,19 @@ def _waiting(sock: "_socket.socket", size: int) -> Iterator[bytes]:
             return
 
 
+def _ended() -> Iterator[tuple[int, int, Any]]:
+    """(pid, wait status, rusage) of every child of this process that has ended, reaped
+    without blocking, until none is left."""
+    while True:
+        try:
+            pid, status, rusage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        yield pid, status, rusage
+
+
 class _Job:
     """Book-keeping for one request (server side only)."""
 
@@ -873,13 +886,7 @@ class Server:
                     channel.send(("exit", seq, role, -1, ()))
                 else:
                     children[pid] = (seq, role)
-            while children:  # reap (and report) every child that ended; orphans are not ours
-                try:
-                    pid, status, rusage = os.wait4(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if pid == 0:
-                    break
+            for pid, status, rusage in _ended():  # report every child that ended
                 owner = children.pop(pid, None)
                 if owner is not None:
                     self._kill_group(pid)  # leftovers in its process group
@@ -1218,13 +1225,7 @@ class Server:
             pass
 
     def _reap(self) -> None:
-        while True:
-            try:
-                pid, status, rusage = os.wait4(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
+        for pid, status, rusage in _ended():
             for slot, spawner in list(self.spawners.items()):
                 if spawner.pid == pid:
                     self._spawner_exited(slot, pid)
