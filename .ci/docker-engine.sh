@@ -18,33 +18,67 @@ EXEC_ROOT=${IANVS_DOCKER_EXEC_ROOT:-/run/ianvs-docker}
 PIDFILE=${IANVS_DOCKER_PIDFILE:-/run/ianvs-docker.pid}
 LOG=${IANVS_DOCKER_LOG:-/var/log/ianvs-dockerd.log}
 CONFIG=${IANVS_DOCKER_CONFIG:-/etc/ianvs-docker/daemon.json}
+USERS=${IANVS_DOCKER_USERS:-/run/ianvs-docker.users}
+STOP_WHEN_IDLE=${IANVS_DOCKER_STOP_WHEN_IDLE:-/run/ianvs-docker.stop-when-idle}
 
 answers() { docker -H "unix://$SOCK" version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 
-# `docker-engine.sh status`: exit 0 when the engine answers. `docker-engine.sh stop`: stop the
-# daemon this script started (its pid file), waiting at most 30 s; images stay in the data root
-# (the next start reuses them). Whoever starts the engine stops it: .ci/run does when it was the
-# one that started it, and so does a test session that had to start it.
+# `docker-engine.sh status`: exit 0 when the engine answers.
+#
+# Who stops it: whoever started it (.ci/run, or a test session that had to start it) asks for
+# the stop with `docker-engine.sh stop`; other sessions may still use the engine then. Every
+# session that uses the engine holds a shared `flock` on $USERS for as long as it does (the test
+# helper tests/sandbox/docker_env.py takes it; the kernel drops it when the session dies, SIGKILL
+# included). `stop` stops the daemon this script started (its pid file, waiting at most 30 s;
+# images stay in the data root) only when no session holds that lock; otherwise it leaves the
+# engine running and marks it ($STOP_WHEN_IDLE). `docker-engine.sh release`, run by every other
+# session when it is done with the engine, stops it when it is so marked and nobody holds the
+# lock any more: the last user out stops an engine that a session started, and an engine
+# someone started by hand (no `stop` asked) keeps running.
+stop_daemon() {
+    if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+        pid=$(cat "$PIDFILE")
+        kill -TERM "$pid"
+        for _ in $(seq 1 150); do
+            kill -0 "$pid" 2>/dev/null || { echo "docker-engine: stopped dockerd (pid $pid)" >&2; return 0; }
+            sleep 0.2
+        done
+        echo "docker-engine: dockerd (pid $pid) did not stop within 30 s; killing it" >&2
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+}
+# run stop_daemon when no session holds $USERS (the exclusive lock is held while stopping, so
+# a session starting meanwhile waits for its shared lock and then starts a fresh engine);
+# exit 1 when a session holds it
+stop_if_unused() {
+    touch "$USERS"
+    exec 8<"$USERS"
+    flock -x -n 8 || { exec 8<&-; return 1; }
+    stop_daemon
+    rm -f "$STOP_WHEN_IDLE"
+    exec 8<&-
+}
 case "${1:-start}" in
     status)
         command -v docker >/dev/null 2>&1 && [ -S "$SOCK" ] && answers
         exit $?
         ;;
     stop)
-        if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
-            pid=$(cat "$PIDFILE")
-            kill -TERM "$pid"
-            for _ in $(seq 1 150); do
-                kill -0 "$pid" 2>/dev/null || { echo "docker-engine: stopped dockerd (pid $pid)" >&2; exit 0; }
-                sleep 0.2
-            done
-            echo "docker-engine: dockerd (pid $pid) did not stop within 30 s; killing it" >&2
-            kill -KILL "$pid" 2>/dev/null || true
+        # marked first: a user that releases between our look and our mark still sees it
+        touch "$STOP_WHEN_IDLE"
+        if ! stop_if_unused; then
+            echo "docker-engine: another session still uses the engine; the last one to release it stops it" >&2
+        fi
+        exit 0
+        ;;
+    release)
+        if [ -f "$STOP_WHEN_IDLE" ]; then
+            stop_if_unused || true
         fi
         exit 0
         ;;
     start) ;;
-    *) echo "usage: docker-engine.sh [start|status|stop]" >&2; exit 2 ;;
+    *) echo "usage: docker-engine.sh [start|status|stop|release]" >&2; exit 2 ;;
 esac
 
 if command -v docker >/dev/null 2>&1 && command -v debootstrap >/dev/null 2>&1 && [ -S "$SOCK" ] \
