@@ -71,6 +71,13 @@ def validate_job(path: Path) -> tuple[list[str], list[str]]:
                             "an upstream Ianvs paradigm this project does not implement "
                             f"(implemented: {', '.join(IMPLEMENTED_PARADIGMS)}); its test "
                             "cases would fail")
+        if algorithm.paradigm_type == "jointinference":
+            have = {spec.type for spec in algorithm.modules}
+            need = ("edgemodel", "cloudmodel", "hard_example_mining")
+            if not set(need) <= have:
+                problems.append(f"{algorithm.source}: jointinference needs modules of type "
+                                f"{', '.join(need)}; missing: "
+                                f"{', '.join(t for t in need if t not in have)}")
         for spec in algorithm.modules:
             try:
                 if spec.url is not None:

@@ -220,20 +220,23 @@ def run_testcase(case: TestCase, testenv: TestEnvConfig, show_progress: bool = T
         test = testenv.dataset.parse("test", "inference")
         train = testenv.dataset.parse("train", "train")
 
-        def make_model() -> Any:
-            instances = {t: instantiate_module(s, h, case.algorithm.source)
-                         for t, (s, h) in case.combination.items()}
-            os.environ["LOCAL_TEST"] = "TRUE"
-            if "basemodel" not in instances:
-                raise IanvsError("singletasklearning needs a module of type 'basemodel'",
-                                 source=case.algorithm.source)
-            return instances["basemodel"]
+        if case.algorithm.paradigm_type == "jointinference":
+            predictions, info = _run_joint(case, testenv, test, show_progress)
+        else:
+            def make_model() -> Any:
+                instances = {t: instantiate_module(s, h, case.algorithm.source)
+                             for t, (s, h) in case.combination.items()}
+                os.environ["LOCAL_TEST"] = "TRUE"
+                if "basemodel" not in instances:
+                    raise IanvsError("singletasklearning needs a module of type 'basemodel'",
+                                     source=case.algorithm.source)
+                return instances["basemodel"]
 
-        predictions, info = run_singletask(SingleTaskInputs(
-            case_dir=case.case_dir, test=test, train=train, make_model=make_model,
-            initial_model_url=case.algorithm.initial_model_url,
-            predict_chunk_size=case.algorithm.predict_chunk_size,
-            show_progress=show_progress))
+            predictions, info = run_singletask(SingleTaskInputs(
+                case_dir=case.case_dir, test=test, train=train, make_model=make_model,
+                initial_model_url=case.algorithm.initial_model_url,
+                predict_chunk_size=case.algorithm.predict_chunk_size,
+                show_progress=show_progress))
         context = MetricContext(records=test.records, workspace=case.case_dir,
                                 sandbox=dict(testenv.sandbox), show_progress=show_progress,
                                 config_dir=Path(testenv.source).parent,
@@ -262,6 +265,47 @@ def run_testcase(case: TestCase, testenv: TestEnvConfig, show_progress: bool = T
         _write_case_file(case, status="failed", started=started, error=text,
                          traceback=traceback.format_exc())
         return CaseOutcome(case, False, error=text, time=format_completion_time())
+
+
+#: folder of a job (beside its algorithms' folders) where jointinference modules cache answers
+JOINT_CACHE_DIR = "jointinference-cache"
+
+
+def _run_joint(case: TestCase, testenv: TestEnvConfig, test: Any, show_progress: bool
+               ) -> tuple[Any, dict[str, Any]]:
+    """The ``jointinference`` paradigm for one test case (see its module). The mining mode is
+    the algorithm's ``hard_example_mining_mode``, else the testenv's, else upstream's default."""
+    from core.testcasecontroller.algorithm.paradigm.joint_inference import (
+        DEFAULT_MODE, JointInferenceInputs, check_mode, run_joint_inference)
+
+    algorithm = case.algorithm
+    mode = algorithm.settings.get("hard_example_mining_mode") or \
+        testenv.hard_example_mining_mode or DEFAULT_MODE
+    check_mode(mode, algorithm.source)
+    if "hard_example_mining" not in case.combination:
+        raise IanvsError("jointinference needs a module of type 'hard_example_mining' (the router)",
+                         source=algorithm.source, hint="add e.g. {type: hard_example_mining, "
+                                                        "name: EdgeOnly}")
+    router_spec, router_hps = case.combination["hard_example_mining"]
+
+    def make_modules() -> dict[str, Any]:
+        instances = {t: instantiate_module(s, h, algorithm.source)
+                     for t, (s, h) in case.combination.items() if t != "hard_example_mining"}
+        os.environ["LOCAL_TEST"] = "TRUE"
+        return instances
+
+    def router() -> tuple[Any, dict[str, Any]]:
+        hps = resolve_path_hyperparameters(router_hps, algorithm.source)
+        plugin = load_plugin(router_spec.url) if router_spec.url else None
+        cls = plugin.lookup(router_spec.group, router_spec.name) if plugin else \
+            ClassFactory.get_cls(router_spec.group, router_spec.name)
+        return cls, hps
+
+    return run_joint_inference(JointInferenceInputs(
+        case_dir=case.case_dir, cache_dir=case.case_dir.parent.parent / JOINT_CACHE_DIR,
+        test=test, make_modules=make_modules, router=router, router_name=router_spec.name,
+        mode=str(mode), initial_model_url=algorithm.initial_model_url,
+        sandbox=dict(testenv.sandbox), show_progress=show_progress))
 
 
 def _metric_failed(case: TestCase, spec: Any, fn: Any, exc: Exception,

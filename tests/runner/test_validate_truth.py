@@ -8,12 +8,22 @@ from tests.runner.conftest import run_cli
 
 def test_recognised_but_unimplemented_paradigm_is_an_error(toy: Path) -> None:
     alg = toy / "algorithm.yaml"
+    alg.write_text(alg.read_text().replace("singletasklearning", "lifelonglearning"))
+    res = run_cli("validate", "-f", "benchmarkingjob.yaml", cwd=toy)
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    assert "paradigm_type 'lifelonglearning'" in out and "does not implement" in out
+    assert "OK" not in out
+
+
+def test_jointinference_without_its_modules_is_an_error(toy: Path) -> None:
+    alg = toy / "algorithm.yaml"
     alg.write_text(alg.read_text().replace("singletasklearning", "jointinference"))
     res = run_cli("validate", "-f", "benchmarkingjob.yaml", cwd=toy)
     out = res.stdout + res.stderr
     assert res.returncode == 1, out
-    assert "paradigm_type 'jointinference'" in out and "does not implement" in out
-    assert "OK" not in out
+    assert "jointinference needs modules of type" in out
+    assert "edgemodel, cloudmodel, hard_example_mining" in out and "OK" not in out
 
 
 def test_metric_import_error_is_reported_as_itself_only(toy: Path) -> None:

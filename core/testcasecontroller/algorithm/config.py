@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 PARADIGMS = ("singletasklearning", "incrementallearning", "multiedgeinference",
              "lifelonglearning", "federatedlearning", "federatedclassincrementallearning",
              "jointinference")
-IMPLEMENTED_PARADIGMS = ("singletasklearning",)
+IMPLEMENTED_PARADIGMS = ("singletasklearning", "jointinference")
 
 MODULE_GROUPS: dict[str, str] = {
     "basemodel": ClassType.GENERAL, "edgemodel": ClassType.GENERAL,
@@ -47,7 +47,7 @@ MODULE_GROUPS: dict[str, str] = {
 KNOWN_KEYS = ("paradigm_type", "initial_model_url", "incremental_learning_data_setting",
               "lifelong_learning_data_setting", "fl_data_setting", "third_party_packages",
               "mode", "quantization_type", "llama_quantize_path", "modules",
-              "predict_chunk_size")
+              "predict_chunk_size", "hard_example_mining_mode")
 
 
 @dataclass(frozen=True)
@@ -215,6 +215,14 @@ def load_algorithm(path: Path, warnings: list[str] | None = None) -> AlgorithmCo
     settings = {k: sec.data[k] for k in ("incremental_learning_data_setting",
                                          "lifelong_learning_data_setting", "fl_data_setting")
                 if k in sec.data}
+    if "hard_example_mining_mode" in sec.data:
+        from core.testcasecontroller.algorithm.paradigm.joint_inference import MODES
+
+        mining = sec.get("hard_example_mining_mode", str)
+        if mining not in MODES:
+            raise sec.error("hard_example_mining_mode", f"is {mining!r}, which is not a mining mode",
+                            hint=suggest(mining, MODES) or f"one of {', '.join(MODES)}")
+        settings["hard_example_mining_mode"] = mining
     return AlgorithmConfig(
         source=path, paradigm_type=paradigm, modules=tuple(modules),
         initial_model_url=sec.get("initial_model_url", str, "", allow_none=True) or "",

@@ -25,13 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from core.common.config_base import Section, load_top_section, require_file
-from core.common.errors import ConfigError
+from core.common.errors import ConfigError, suggest
 from core.testenvmanager.dataset.dataset import DatasetConfig, parse_dataset_section
 
 logger = logging.getLogger(__name__)
 
 KNOWN_KEYS = ("dataset", "metrics", "model_eval", "incremental_rounds", "round",
-              "client_number", "use_gpu", "sandbox", "task_kind", "code_hooks")
+              "client_number", "use_gpu", "sandbox", "task_kind", "code_hooks",
+              "hard_example_mining_mode")
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,8 @@ class TestEnvConfig:
     #: ``"package.module:function"`` entries of ``code_hooks:``: the only functions besides the
     #: project's own that dataset records may name as hooks (they run in the ianvs process)
     code_hooks: tuple[str, ...] = ()
+    #: the ``jointinference`` paradigm's mining mode (an algorithm's own setting wins)
+    hard_example_mining_mode: str | None = None
 
 
 #: sandbox keys the code-executing metrics read themselves; every other key is a backend option
@@ -205,4 +208,18 @@ def load_testenv(path: Path, warnings: list[str] | None = None) -> TestEnvConfig
         client_number=sec.get("client_number", int, 1),
         use_gpu=sec.get("use_gpu", bool, False),
         extra={k: v for k, v in sec.data.items() if k not in KNOWN_KEYS},
-        task_kind=task_kind, code_hooks=_code_hooks(sec))
+        task_kind=task_kind, code_hooks=_code_hooks(sec),
+        hard_example_mining_mode=_mining_mode(sec))
+
+
+def _mining_mode(sec: Section) -> str | None:
+    """``hard_example_mining_mode`` (one of the jointinference paradigm's modes) or None."""
+    if "hard_example_mining_mode" not in sec.data:
+        return None
+    from core.testcasecontroller.algorithm.paradigm.joint_inference import MODES
+
+    mode = sec.get("hard_example_mining_mode", str)
+    if mode not in MODES:
+        raise sec.error("hard_example_mining_mode", f"is {mode!r}, which is not a mining mode",
+                        hint=suggest(mode, MODES) or f"one of {', '.join(MODES)}")
+    return mode
