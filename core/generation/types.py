@@ -156,6 +156,9 @@ class Generation:
             failure: the request could not be served).
         key: stable cache key (see :mod:`core.generation.cache_key`).
         finish_reason: backend's reason (``stop``, ``length``...), if known.
+        mean_logprob, min_logprob: mean and minimum log-probability of the generated tokens,
+            when the backend returned them (the embedded generator with ``logprobs: true``; an
+            OpenAI-compatible server asked for them in ``extra_body``), else None.
     """
 
     task_id: str
@@ -168,6 +171,8 @@ class Generation:
     error: str | None = None
     key: str = ""
     finish_reason: str | None = None
+    mean_logprob: float | None = None
+    min_logprob: float | None = None
 
     @property
     def ok(self) -> bool:

@@ -20,6 +20,9 @@ for ``OracleRouter`` the two model instances are added to its params as ``edgemo
 the sandbox settings and the shared answer cache); upstream modules do not have one. At the end
 ``cleanup()`` is called on every module and on the router that has it.
 
+A router that notes the cost of its own checks in ``ctx.costs`` gets it stored with the answer
+as ``result["perf"]["check_s"]`` (this project's routers do; others are left as they are).
+
 Unlike upstream, every prediction is stored as soon as it exists (``predictions.jsonl`` of the
 test case folder, keyed by the item): a killed run resumes where it stopped, and a finished one
 is re-scored without building any module. A ``dataset_processor`` is applied to the parsed test
@@ -185,6 +188,13 @@ def run_joint_inference(inp: JointInferenceInputs) -> tuple[Any, dict[str, Any]]
                                       f"{type(exc).__name__}: {exc}") from exc
                 if isinstance(result, list) and len(result) == 4:
                     counts["cloud" if result[0] else "edge"] += 1
+                    cost = ctx.costs.get(index)
+                    if cost is not None and isinstance(result[1], dict):
+                        # what the router's own checks cost, with the answer (upstream-shaped
+                        # metrics ignore the extra key)
+                        perf = result[1].setdefault("perf", {})
+                        if isinstance(perf, dict):
+                            perf["check_s"] = round(cost, 6)
                 store.put(index, result)
                 bar.update(1)
                 if hasattr(bar, "set_postfix"):

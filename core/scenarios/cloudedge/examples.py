@@ -1,0 +1,96 @@
+"""The examples a code task states in its prompt, as a test the sandbox can run.
+
+A HumanEval-style prompt shows how its function behaves, either doctest-style::
+
+    >>> separate_paren_groups('( ) (( )) (( )( ))')
+    ['()', '(())', '(()())']
+
+or in prose lines such as ``add(2, 3) == 5`` / ``add(2, 3) ➞ 5``. :func:`prompt_examples`
+extracts ``(call, expected)`` pairs whose both sides are Python expressions (others are skipped,
+not guessed) and :func:`examples_test` writes them as a ``check(candidate)`` test. The prompt is
+the task's own text (trusted, never the model's); the test runs in the sandbox's judge like any
+hidden test, so the model's program is never executed here.
+"""
+from __future__ import annotations
+
+import ast
+import re
+
+_ARROWS = r"(?:==|➞|=>|->|should return|returns?)"
+
+
+def _expression(text: str) -> bool:
+    try:
+        ast.parse(text, mode="eval")
+    except SyntaxError:
+        return False
+    return True
+
+
+def _free_names(text: str, entry_point: str) -> bool:
+    """True when the expression names something other than ``entry_point`` and builtins (e.g.
+    ``is_happy(a)`` in prose, where ``a`` stands for a value the prose describes)."""
+    import builtins
+
+    return any(isinstance(node, ast.Name) and node.id != entry_point
+               and not hasattr(builtins, node.id)
+               for node in ast.walk(ast.parse(text, mode="eval")))
+
+
+def prompt_examples(prompt: str, entry_point: str) -> list[tuple[str, str]]:
+    """``(call, expected)`` pairs stated in ``prompt`` for ``entry_point``, in order, without
+    duplicates; the call must call ``entry_point``, both sides must parse as expressions, and
+    neither may name anything but the entry point and builtins."""
+    lines = prompt.splitlines()
+    found: list[tuple[str, str]] = []
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].strip()
+        if stripped.startswith(">>>"):
+            call = stripped[3:].strip()
+            want: list[str] = []
+            j = i + 1
+            while j < len(lines):
+                nxt = lines[j].strip()
+                if not nxt or nxt.startswith(">>>") or nxt.startswith(('"""', "'''")):
+                    break
+                want.append(nxt)
+                j += 1
+            found.append((call, " ".join(want)))
+            i = j
+            continue
+        i += 1
+    prose = re.compile(r"^\s*(?:[-*]\s*)?(" + re.escape(entry_point) + r"\(.*\))\s*" + _ARROWS
+                       + r"\s*(.+?)\s*\.?\s*$")
+    for line in lines:
+        match = prose.match(line)
+        if match:
+            found.append((match.group(1), match.group(2)))
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for call, want in found:
+        if (call, want) in seen or not want or not _expression(call) or not _expression(want):
+            continue
+        if _free_names(call, entry_point) or _free_names(want, entry_point):
+            continue
+        if not any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                   and node.func.id == entry_point for node in ast.walk(ast.parse(call, mode="eval"))):
+            continue
+        seen.add((call, want))
+        kept.append((call, want))
+    return kept
+
+
+def examples_test(examples: list[tuple[str, str]], entry_point: str) -> str:
+    """A ``check(candidate)`` test asserting every example (the entry point's name is bound to
+    the candidate in the judge, so the calls read as in the prompt). Floats compare with a
+    relative tolerance of 1e-6, as the prompt's printed values are rounded."""
+    body = [f"def check(candidate):", f"    {entry_point} = candidate"]
+    for call, want in examples:  # each side on lines of its own: a trailing comment stays harmless
+        body.extend(["    _got = (", f"        {call}", "    )", "    _want = (", f"        {want}", "    )"])
+        body.append("    if isinstance(_want, float) and isinstance(_got, (int, float)):")
+        body.append("        assert abs(_got - _want) <= 1e-6 * max(1.0, abs(_want)), "
+                    f"{call!r}")
+        body.append("    else:")
+        body.append(f"        assert _got == _want, {call!r}")
+    return "\n".join(body) + "\n"

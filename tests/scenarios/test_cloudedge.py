@@ -1,0 +1,168 @@
+"""The cloud-edge scenario's example job, its routers and metrics, through the real CLI and sandbox.
+
+The fast tests swap the job's two language models for answers whose correctness is known, so
+every router's decision can be checked exactly: the edge model replays recorded answers (the
+canonical solution for half of the tasks, a wrong body for the others), the cloud model is the
+``canonical`` generator. Everything else is real: the paradigm, the routers' sandbox checks, the
+boundary-tier grading, the job-wide answer cache. The slow test runs the job as shipped, with the
+two real models (Qwen2.5-Coder 0.5B and 1.5B), on three tasks.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from core.scenarios.cloudedge.examples import examples_test, prompt_examples
+from tests.runner.conftest import run_cli
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "examples" / "smart_coding" / "smart_coding_learning_bench"
+ROUTING = "testalgorithms/routing"
+
+
+def _records() -> list[dict]:
+    path = BENCH / "codegen" / "data" / "humaneval_subset.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture()
+def job(tmp_path: Path) -> Path:
+    """The example job in a private folder, its models replaced by known answers."""
+    bench = tmp_path / "bench"
+    shutil.copytree(BENCH / "cloudedge", bench / "cloudedge",
+                    ignore=shutil.ignore_patterns("workspace"))
+    shutil.copytree(BENCH / "codegen" / "data", bench / "codegen" / "data")
+    job = bench / "cloudedge"
+    answers = job / "edge_answers.jsonl"
+    with answers.open("w") as fh:
+        for i, rec in enumerate(_records()):
+            body = rec["canonical_solution"] if i % 2 == 0 else "    return None\n"
+            fh.write(json.dumps({"task_id": rec["task_id"], "completion": body}) + "\n")
+    for alg in (job / ROUTING).glob("*.yaml"):
+        text = alg.read_text()
+        edge, cloud = text.split('type: "cloudmodel"')
+        edge = edge.replace('generator: {values: ["embedded"]}',
+                            f'generator: {{values: ["replay"]}}\n        - samples_path: {{values: ["{answers}"]}}')
+        edge = edge.replace("        - logprobs: {values: [true]}\n", "")
+        cloud = cloud.replace('generator: {values: ["embedded"]}', 'generator: {values: ["canonical"]}')
+        cloud = cloud.replace('        - model: {values: ["qwen2.5-coder-1.5b"]}\n', "")
+        alg.write_text(edge + 'type: "cloudmodel"' + cloud)
+    return job
+
+
+def _rows(job: Path) -> dict[str, list[dict[str, str]]]:
+    with open(job / "workspace" / "cloudedge_bench" / "rank" / "all_rank.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    out: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        out.setdefault(row["algorithm"], []).append(row)
+    return out
+
+
+def test_prompt_examples_hold_for_the_canonical_solutions() -> None:
+    """The extracted examples are the prompt's own: every canonical solution passes them
+    (checked in-process here on trusted reference code, never on model output)."""
+    records = _records()
+    with_examples = 0
+    for rec in records:
+        examples = prompt_examples(rec["prompt"], rec["entry_point"])
+        if not examples:
+            continue
+        with_examples += 1
+        ns: dict = {}
+        exec(rec["prompt"] + rec["canonical_solution"], ns)  # noqa: S102 - the dataset's reference
+        exec(examples_test(examples, rec["entry_point"]), ns)  # noqa: S102
+        ns["check"](ns[rec["entry_point"]])
+    assert with_examples >= len(records) // 2
+
+
+def test_prompt_examples_skip_what_is_not_an_expression() -> None:
+    prompt = ('def f(x):\n    """\n    >>> f(1)\n    2\n    >>> f(2)\n    some words\n'
+              '    f(3) == 4\n    g(5) == 6\n    """\n')
+    assert prompt_examples(prompt, "f") == [("f(1)", "2"), ("f(3)", "4")]
+
+
+def test_routers_decide_as_their_checks_say(job: Path) -> None:
+    res = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", cwd=job, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = _rows(job)
+    records = _records()
+    n = len(records)
+    right = [i % 2 == 0 for i in range(n)]
+    edge_share = sum(right) / n
+
+    def one(name: str) -> dict[str, str]:
+        got, = rows[name]
+        return got
+
+    assert float(one("edge_only")["pass@1"]) == round(edge_share, 4)
+    assert float(one("edge_only")["cloud_share"]) == 0.0
+    assert float(one("cloud_only")["pass@1"]) == 1.0 and float(one("cloud_only")["cloud_share"]) == 1.0
+    oracle = one("oracle")
+    assert float(oracle["pass@1"]) == 1.0
+    assert float(oracle["cloud_share"]) == round(1 - edge_share, 4)  # only where the edge fails
+    # ExampleTests: wrong edge answers fail their examples; tasks without examples go up too
+    no_examples = [not prompt_examples(r["prompt"], r["entry_point"]) for r in records]
+    up = sum((not ok) or none for ok, none in zip(right, no_examples))
+    ex = one("example_tests")
+    assert float(ex["pass@1"]) == 1.0
+    assert float(ex["cloud_share"]) == round(up / n, 4)
+    assert float(ex["check_s"]) > 0  # its sandbox runs are counted
+    # no log-probabilities in a replay: Confidence sends everything up, and says so
+    for row in rows["confidence"]:
+        assert float(row["cloud_share"]) == 1.0
+    # the oracle is known in every case once both passes exist: regret = oracle - pass@1
+    for name, group in rows.items():
+        for row in group:
+            assert float(row["oracle_pass@1"]) == 1.0, name
+            assert abs(float(row["regret"]) - (1.0 - float(row["pass@1"]))) < 1e-9, name
+    # RandomRouter: three thresholds, cloud share falls as the edge's share grows
+    shares = {float(r["hard_example_mining-threshold"]): float(r["cloud_share"])
+              for r in rows["random"]}
+    assert sorted(shares) == [0.25, 0.5, 0.75]
+    assert shares[0.25] >= shares[0.5] >= shares[0.75]
+    # one answer per task and model in the job's cache, whatever the number of routers
+    cache = job / "workspace" / "cloudedge_bench" / "jointinference-cache" / "generations.jsonl"
+    keys = [json.loads(line)["key"] for line in cache.read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == 2 * n
+
+
+@pytest.mark.slow
+def test_the_shipped_job_runs_with_the_two_real_models(tmp_path: Path) -> None:
+    """Three tasks, the edge and cloud models as shipped (0.5B and 1.5B GGUF, CPU)."""
+    bench = tmp_path / "bench"
+    shutil.copytree(BENCH / "cloudedge", bench / "cloudedge", ignore=shutil.ignore_patterns("workspace"))
+    (bench / "codegen" / "data").mkdir(parents=True)
+    subset = (BENCH / "codegen" / "data" / "humaneval_subset.jsonl").read_text().splitlines()[:3]
+    (bench / "codegen" / "data" / "humaneval_subset.jsonl").write_text("\n".join(subset) + "\n")
+    job = bench / "cloudedge"
+    jobfile = job / "benchmarkingjob.yaml"
+    text = jobfile.read_text()
+    keep = ("oracle", "edge_only", "cloud_only", "confidence")
+    lines = text.splitlines()
+    out, skip = [], False
+    for line in lines:
+        if line.strip().startswith("- name:"):
+            skip = line.split('"')[1] not in keep
+        if skip and (line.strip().startswith("- name:") or line.strip().startswith("url:")):
+            continue
+        out.append(line)
+    jobfile.write_text("\n".join(out) + "\n")
+    res = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", cwd=job, timeout=1500)
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = _rows(job)
+    assert set(rows) == set(keep)
+    assert float(rows["edge_only"][0]["cloud_share"]) == 0.0
+    assert float(rows["cloud_only"][0]["cloud_share"]) == 1.0
+    assert float(rows["cloud_only"][0]["cloud_completion_tokens"]) > 0
+    # the edge model returned log-probabilities: a higher threshold never sends fewer tasks up
+    shares = [float(r["cloud_share"]) for r in
+              sorted(rows["confidence"], key=lambda r: float(r["hard_example_mining-threshold"]))]
+    assert shares == sorted(shares)
+    for group in rows.values():
+        for row in group:
+            assert row["oracle_pass@1"] not in ("", "nan")
