@@ -125,6 +125,11 @@ def test_routers_decide_as_their_checks_say(job: Path) -> None:
               for r in rows["random"]}
     assert sorted(shares) == [0.25, 0.5, 0.75]
     assert shares[0.25] >= shares[0.5] >= shares[0.75]
+    # the report draws the cost/quality plane
+    from core.storymanager.report import plots
+    if plots.available():
+        png = job / "workspace" / "cloudedge_bench" / "report" / "cloud_edge.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # one answer per task and model in the job's cache, whatever the number of routers
     cache = job / "workspace" / "cloudedge_bench" / "jointinference-cache" / "generations.jsonl"
     keys = [json.loads(line)["key"] for line in cache.read_text().splitlines()]
@@ -166,3 +171,11 @@ def test_the_shipped_job_runs_with_the_two_real_models(tmp_path: Path) -> None:
     for group in rows.values():
         for row in group:
             assert row["oracle_pass@1"] not in ("", "nan")
+
+
+def test_pareto_front_keeps_only_undominated_points() -> None:
+    from core.storymanager.report.plots import pareto_front
+
+    points = [(0.0, 0.4), (1.0, 0.6), (0.5, 0.6), (0.3, 0.5), (0.6, 0.55), (0.0, 0.3)]
+    # (1.0, 0.6) is beaten by (0.5, 0.6); (0.6, 0.55) by (0.5, 0.6); (0.0, 0.3) by (0.0, 0.4)
+    assert [points[i] for i in pareto_front(points)] == [(0.0, 0.4), (0.3, 0.5), (0.5, 0.6)]

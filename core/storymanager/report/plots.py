@@ -150,3 +150,47 @@ def category_summary(labels: Sequence[str], categories: Sequence[str],
     ax.set_title("Pass rate per task category")
     ax.legend(loc="best", fontsize=7)
     return _png(fig)
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the points no other point beats: none has a cloud share (x) as low or lower
+    and a score (y) as high or higher with one of the two strictly better. Sorted by x."""
+    front = []
+    for i, (x, y) in enumerate(points):
+        dominated = any((ox <= x and oy >= y) and (ox < x or oy > y)
+                        for j, (ox, oy) in enumerate(points) if j != i)
+        if not dominated:
+            front.append(i)
+    return sorted(front, key=lambda i: (points[i][0], -points[i][1]))
+
+
+def cost_quality_plane(algorithms: Sequence[str], shares: Sequence[float],
+                       scores: Sequence[float], metric: str) -> bytes | None:
+    """The cloud-edge trade-off: ``metric`` against the share of tasks sent to the cloud, one
+    marker per test case; the test cases of one algorithm (a threshold sweep) joined as a curve
+    in order of cloud share; the Pareto front as a dashed step line."""
+    pts = [(a, x, y) for a, x, y in zip(algorithms, shares, scores)
+           if not (math.isnan(x) or math.isnan(y))]
+    if not pts:
+        return None
+    fig, ax = _figure(7.0, 5.0)
+    by_alg: dict[str, list[tuple[float, float]]] = {}
+    for a, x, y in pts:
+        by_alg.setdefault(a, []).append((x, y))
+    for n, (alg, xy) in enumerate(sorted(by_alg.items())):
+        xy.sort()
+        colour = COLOURS[n % len(COLOURS)]
+        ax.plot([p[0] for p in xy], [p[1] for p in xy], marker="o", color=colour, label=alg,
+                linestyle="-" if len(xy) > 1 else "none")
+    front = pareto_front([(x, y) for _a, x, y in pts])
+    fx = [pts[i][1] for i in front]
+    fy = [pts[i][2] for i in front]
+    ax.step(fx, fy, where="post", linestyle="--", color="black", linewidth=1,
+            label="Pareto front")
+    ax.set_xlabel("cloud share (fraction of tasks sent to the cloud model)")
+    ax.set_ylabel(f"{metric} of the final answers")
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(0, max(1.0, max(p[2] for p in pts) * 1.05))
+    ax.set_title("cost/quality plane: correctness bought by cloud traffic")
+    ax.legend(loc="lower right", fontsize=8)
+    return _png(fig)

@@ -166,6 +166,10 @@ def figures(views: list[CaseView], metric: str) -> dict[str, bytes]:
                                     [_float(v.row.get("latency_s")) for v in views], metric,
                                     [_float(v.row.get("tokens_per_s")) for v in views]),
     }
+    if any(v.row.get("cloud_share") for v in views):  # a cloud-edge job (jointinference)
+        out["cloud_edge"] = plots.cost_quality_plane(
+            [v.row.get("algorithm", "") for v in views],
+            [_float(v.row.get("cloud_share")) for v in views], [v.value for v in views], metric)
     with_tasks = [v for v in views if v.tasks]
     if with_tasks:
         tasks = sorted(set().union(*(v.tasks for v in with_tasks)))
