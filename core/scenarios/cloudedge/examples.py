@@ -48,15 +48,15 @@ def prompt_examples(prompt: str, entry_point: str) -> list[tuple[str, str]]:
         stripped = lines[i].strip()
         if stripped.startswith(">>>"):
             call = stripped[3:].strip()
-            want: list[str] = []
+            wanted: list[str] = []
             j = i + 1
             while j < len(lines):
                 nxt = lines[j].strip()
                 if not nxt or nxt.startswith(">>>") or nxt.startswith(('"""', "'''")):
                     break
-                want.append(nxt)
+                wanted.append(nxt)
                 j += 1
-            found.append((call, " ".join(want)))
+            found.append((call, " ".join(wanted)))
             i = j
             continue
         i += 1

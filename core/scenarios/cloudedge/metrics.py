@@ -117,7 +117,7 @@ def _oracle(records: list[dict[str, Any]], context: Any, workspace: Path) -> flo
     cache = GenerationCache(cache_dir / CACHE_FILE)
     answers: dict[str, list[Any]] = {}
     for role in ("edge", "cloud"):
-        ident = (models.get(role) or {}).get("id")
+        ident = str((models.get(role) or {}).get("id"))
         found = []
         for record in records:
             key = keys.get((ident, str(record["task_id"])))
