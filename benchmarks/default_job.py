@@ -1,7 +1,7 @@
 """Wall time, CPU and model speed of a shipped default job, exactly as the README runs it.
 
 Copies an example job (``--job codegen``: the README's first command; ``comment``, ``issue``,
-``repo``) into a fresh folder (so nothing is cached but the model file and, for ``repo``, the
+``repo``, ``cloudedge``: both code models and every router) into a fresh folder (so nothing is cached but the model file and, for ``repo``, the
 repositories' environments), optionally points its ``test_index`` at another file of the
 example's ``data/`` (``--data humaneval.jsonl``: the full HumanEval set), and runs
 ``ianvs -f benchmarkingjob.yaml --no-progress`` on it, ``--hogs`` busy-looping processes beside
@@ -44,15 +44,17 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from _provenance import Provenance  # noqa: E402
 
 BENCH = REPO / "examples" / "smart_coding" / "smart_coding_learning_bench"
-JOBS = ("codegen", "comment", "issue", "repo")
+JOBS = ("codegen", "comment", "issue", "repo", "cloudedge")
 #: The leaderboard columns shown per job (besides generator, latency_s, tokens_per_s).
 COLUMNS = {
     "codegen": ("pass@1", "passed", "failed", "error", "syntax_error", "timeout"),
     "comment": ("code_preserved", "code_altered", "line_coverage", "chrf", "bleu", "rouge_l"),
     "issue": ("chrf", "bleu", "rouge_l", "embedding_sim", "judge_score"),
     "repo": ("pass@1", "f2p_share", "passed", "failed", "syntax_error"),
+    "cloudedge": ("pass@1", "cloud_share", "regret", "edge_s", "check_s", "cloud_s"),
 }
-MAIN = {"codegen": "pass@1", "comment": "line_coverage", "issue": "rouge_l", "repo": "pass@1"}
+MAIN = {"codegen": "pass@1", "comment": "line_coverage", "issue": "rouge_l", "repo": "pass@1",
+        "cloudedge": "pass@1"}
 LOADED = re.compile(r"embedded model .* loaded in ([\d.]+)s \((\d+) threads")
 
 
@@ -64,6 +66,8 @@ def _hog() -> None:  # pragma: no cover - a child process that only burns CPU
 def prepare(job: str, root: Path, data: str | None) -> Path:
     """A fresh copy of the example *job* in *root* (``test_index`` -> ``data/<data>``)."""
     shutil.copytree(BENCH / job, root, ignore=shutil.ignore_patterns("workspace"))
+    if job == "cloudedge":  # its test set is the codegen example's (../codegen/data)
+        shutil.copytree(BENCH / "codegen" / "data", root.parent / "codegen" / "data")
     if data:
         env = root / "testenv" / "testenv.yaml"
         text, n = re.subn(r'(?m)^(\s*test_index:\s*")[^"]*(")', rf"\g<1>../data/{data}\g<2>",
@@ -124,6 +128,18 @@ def judge_calls(root: Path) -> list[float]:
 
 
 def gold_ok(job: str, table: list[dict[str, str]]) -> bool:
+    if job == "cloudedge":  # the routers' bounds: EdgeOnly keeps all, CloudOnly sends all,
+        # the oracle has no regret and is at least as good as either model alone
+        by = {r.get("hard_example_mining"): r for r in table}
+        try:
+            oracle = float(by["OracleRouter"]["pass@1"])
+            return (float(by["EdgeOnly"]["cloud_share"]) == 0.0
+                    and float(by["CloudOnly"]["cloud_share"]) == 1.0
+                    and float(by["OracleRouter"]["regret"]) == 0.0
+                    and oracle >= max(float(by["EdgeOnly"]["pass@1"]),
+                                      float(by["CloudOnly"]["pass@1"])))
+        except (KeyError, ValueError):
+            return False
     ok = True
     for row in table:
         generator = row.get("basemodel-generator", "")
@@ -158,7 +174,10 @@ def main() -> int:
             per_part = [c for c in row if c.startswith(f"{MAIN[args.job]}[")]  # pass@1[toolz]
             shown = " ".join(f"{c}={row.get(c, '')}" for c in
                              (*COLUMNS[args.job], *per_part, "latency_s", "tokens_per_s"))
-            print(f"generator={row.get('basemodel-generator', '?')} {shown}", flush=True)
+            who = row.get("basemodel-generator") or " ".join(
+                v for v in (row.get("hard_example_mining"),
+                            row.get("hard_example_mining-threshold")) if v) or "?"
+            print(f"generator={who} {shown}", flush=True)
         for seconds, threads in loads:
             print(f"model_loaded_s={seconds} threads={threads}")
         judged = judge_calls(root)

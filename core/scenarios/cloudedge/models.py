@@ -19,7 +19,8 @@ time measured when it was generated (the cost a deployment would pay), and ``per
 it was reused. Each answer is also noted in ``answers.jsonl`` there (model identity, task, role
 and sample key), which lets the metrics find the other model's answer to a task (the oracle and
 the regret need both), and ``models.json`` in the test case folder names this case's two models.
-The model itself is loaded at the first call that is not in the cache.
+The model itself is loaded at the first call that is not in the cache (and, in the first case of
+an ``ianvs`` process that uses it, once to learn its identity for the cache keys).
 """
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ ANSWERS_FILE = "answers.jsonl"
 MODELS_FILE = "models.json"
 
 _lock = threading.Lock()
+#: configured model id -> its generator's identity, for the cases of one process (see
+#: :meth:`CodeModel._model_identity`)
+_IDENTITIES: dict[str, dict[str, Any]] = {}
 
 
 def model_id(generator: str, params: dict[str, Any], mode: str, decoding: Any) -> str:
@@ -124,17 +128,34 @@ class CodeModel:
                                                 for r in records if "canonical_solution" in r})
             self._generator = create_generator(self.generator_name, **params)
             self._identity = self._generator.describe()
+            with _lock:
+                _IDENTITIES[self.id] = self._identity
         return self._generator
+
+    def _model_identity(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        """The generator's identity (part of every cache key). Known without loading the model
+        when another case of this ``ianvs`` process loaded the same configured model: the
+        cases of a sweep after the first then load a model only to answer a task not cached.
+        ``canonical`` is always rebuilt (its answers come from the records)."""
+        if self._identity is None and self.generator_name != "canonical":
+            with _lock:
+                self._identity = _IDENTITIES.get(self.id)
+        if self._identity is None:
+            self._ensure_generator(records)
+        assert self._identity is not None
+        return self._identity
 
     def answer(self, record: dict[str, Any], role: str) -> dict[str, Any]:
         """This model's answer to ``record`` (from the cache when it was made before)."""
-        generator = self._ensure_generator(self.ctx.records if self.ctx else [record])
-        assert self._identity is not None and self._cache is not None
+        records = self.ctx.records if self.ctx else [record]
+        identity = self._model_identity(records)
+        assert self._cache is not None
         request = self._request(record)
-        key = sample_key(self._identity, request, 0)
+        key = sample_key(identity, request, 0)
         gen = self._cache.get(key)
         cached = gen is not None
         if gen is None:
+            generator = self._ensure_generator(records)
             gen = next(iter(self._cache.append(generator.generate([request]))))
         if gen.error is not None:
             raise IanvsError(f"the {role} model could not answer {request.task_id}: {gen.error}",

@@ -165,28 +165,35 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
 
 
 def cost_quality_plane(algorithms: Sequence[str], shares: Sequence[float],
-                       scores: Sequence[float], metric: str) -> bytes | None:
+                       scores: Sequence[float], metric: str,
+                       oracle: Sequence[bool] | None = None) -> bytes | None:
     """The cloud-edge trade-off: ``metric`` against the share of tasks sent to the cloud, one
     marker per test case; the test cases of one algorithm (a threshold sweep) joined as a curve
-    in order of cloud share; the Pareto front as a dashed step line."""
-    pts = [(a, x, y) for a, x, y in zip(algorithms, shares, scores)
+    in order of cloud share; the Pareto front of the deployable routers as a dashed step line.
+    Cases flagged in ``oracle`` (an upper bound that reads the hidden tests) are drawn as stars
+    and left out of the front."""
+    flags = list(oracle) if oracle is not None else [False] * len(algorithms)
+    pts = [(a, x, y, o) for a, x, y, o in zip(algorithms, shares, scores, flags)
            if not (math.isnan(x) or math.isnan(y))]
     if not pts:
         return None
     fig, ax = _figure(7.0, 5.0)
-    by_alg: dict[str, list[tuple[float, float]]] = {}
-    for a, x, y in pts:
-        by_alg.setdefault(a, []).append((x, y))
+    by_alg: dict[str, list[tuple[float, float, bool]]] = {}
+    for a, x, y, o in pts:
+        by_alg.setdefault(a, []).append((x, y, o))
     for n, (alg, xy) in enumerate(sorted(by_alg.items())):
         xy.sort()
         colour = COLOURS[n % len(COLOURS)]
-        ax.plot([p[0] for p in xy], [p[1] for p in xy], marker="o", color=colour, label=alg,
+        star = all(p[2] for p in xy)
+        ax.plot([p[0] for p in xy], [p[1] for p in xy], marker="*" if star else "o",
+                markersize=12 if star else 6, color=colour,
+                label=f"{alg} (upper bound)" if star else alg,
                 linestyle="-" if len(xy) > 1 else "none")
-    front = pareto_front([(x, y) for _a, x, y in pts])
-    fx = [pts[i][1] for i in front]
-    fy = [pts[i][2] for i in front]
-    ax.step(fx, fy, where="post", linestyle="--", color="black", linewidth=1,
-            label="Pareto front")
+    deployable = [(x, y) for _a, x, y, o in pts if not o]
+    if deployable:
+        front = pareto_front(deployable)
+        ax.step([deployable[i][0] for i in front], [deployable[i][1] for i in front],
+                where="post", linestyle="--", color="black", linewidth=1, label="Pareto front")
     ax.set_xlabel("cloud share (fraction of tasks sent to the cloud model)")
     ax.set_ylabel(f"{metric} of the final answers")
     ax.set_xlim(-0.02, 1.02)

@@ -169,7 +169,8 @@ def figures(views: list[CaseView], metric: str) -> dict[str, bytes]:
     if any(v.row.get("cloud_share") for v in views):  # a cloud-edge job (jointinference)
         out["cloud_edge"] = plots.cost_quality_plane(
             [v.row.get("algorithm", "") for v in views],
-            [_float(v.row.get("cloud_share")) for v in views], [v.value for v in views], metric)
+            [_float(v.row.get("cloud_share")) for v in views], [v.value for v in views], metric,
+            [v.row.get("hard_example_mining") == "OracleRouter" for v in views])
     with_tasks = [v for v in views if v.tasks]
     if with_tasks:
         tasks = sorted(set().union(*(v.tasks for v in with_tasks)))
