@@ -107,7 +107,10 @@ def count_tasks(root: Path) -> int:
     match = re.search(r'(?m)^\s*test_index:\s*"([^"]*)"', env.read_text())
     if not match:
         return 0
-    with open(env.parent / match.group(1), encoding="utf-8") as data:
+    # as ianvs resolves it: against the job's folder (where it runs) first, then the YAML's
+    path = next((p for p in (root / match.group(1), env.parent / match.group(1)) if p.is_file()),
+                root / match.group(1))
+    with open(path, encoding="utf-8") as data:
         return sum(1 for line in data if line.strip())
 
 
