@@ -21,6 +21,10 @@ from core.testenvmanager.testenv.testenv import TestEnvConfig, load_testenv
 logger = logging.getLogger(__name__)
 
 KNOWN_KEYS = ("name", "workspace", "testenv", "test_object", "rank", "simulation")
+#: keys upstream examples put in the job file although they are read elsewhere (upstream ignores
+#: them here too): where they take effect
+MISPLACED = {"hard_example_mining_mode": "it takes effect in the testenv or the algorithm YAML "
+                                         "(upstream ignores it here too); move it there"}
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,8 @@ def load_job(path: Path) -> JobConfig:
         ConfigError: any problem in any of the files, naming file, line and key.
     """
     warnings: list[str] = []
-    sec = load_top_section(path, "benchmarkingjob", KNOWN_KEYS, warnings, what="job file")
+    sec = load_top_section(path, "benchmarkingjob", KNOWN_KEYS, warnings, what="job file",
+                           misplaced=MISPLACED)
     name = sec.get("name", str, "")
     workspace = sec.get("workspace", str, "./workspace")
     testenv = load_testenv(require_file(sec.get("testenv", str), path, "testenv file", sec,

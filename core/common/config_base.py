@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -105,12 +105,15 @@ class Section:
             result.append(Section(item, self.source, f"{self.child(key)}[{i}]", self.warnings))
         return result
 
-    def report_unknown(self, known: Iterable[str]) -> list[str]:
-        """Warn about keys not in ``known``; return them."""
+    def report_unknown(self, known: Iterable[str],
+                       misplaced: Mapping[str, str] | None = None) -> list[str]:
+        """Warn about keys not in ``known``; return them. ``misplaced`` maps keys that belong
+        elsewhere to where (the hint of their warning)."""
         known = list(known)
         unknown = [k for k in self.data if k not in known]
         for key in unknown:
-            hint = suggest(str(key), known) or f"known keys: {', '.join(known)}"
+            hint = (misplaced or {}).get(str(key)) or suggest(str(key), known) or \
+                f"known keys: {', '.join(known)}"
             line = self.line(key)
             where = f"{self.source}:{line}" if line else str(self.source)
             msg = f"{where}: unknown key '{self.child(key)}' is ignored ({hint})"
@@ -120,7 +123,8 @@ class Section:
 
 
 def load_top_section(path: Path, top_key: str, known_keys: Iterable[str],
-                     warnings: list[str] | None = None, what: str = "file") -> Section:
+                     warnings: list[str] | None = None, what: str = "file",
+                     misplaced: Mapping[str, str] | None = None) -> Section:
     """Read a YAML file whose only top-level key is ``top_key``; return that section.
 
     Unknown keys at the top level and inside the section (not in ``known_keys``) are reported
@@ -136,7 +140,7 @@ def load_top_section(path: Path, top_key: str, known_keys: Iterable[str],
     top = Section(data, path, "", warnings)
     top.report_unknown([top_key])
     sec = top.section(top_key)
-    sec.report_unknown(known_keys)
+    sec.report_unknown(known_keys, misplaced)
     return sec
 
 

@@ -133,3 +133,15 @@ def test_a_failed_run_resumes_without_asking_the_models_again(job: Path) -> None
     assert float(row["Accuracy"]) == round(100 * _edge_right(job), 2)
     third = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", cwd=job)
     assert third.returncode == 0 and calls.read_text().split() == asked
+
+
+def test_mode_in_the_job_file_is_ignored_with_a_pointer(job: Path) -> None:
+    """Upstream's example puts the mode in the job file, where upstream ignores it: so do we,
+    but the warning says where it takes effect."""
+    path = job / "benchmarkingjob.yaml"
+    path.write_text(path.read_text().replace(
+        '  workspace: "./workspace"\n',
+        '  workspace: "./workspace"\n  hard_example_mining_mode: "inference-then-mining"\n'))
+    res = run_cli("validate", "-f", "benchmarkingjob.yaml", cwd=job)
+    assert res.returncode == 0, res.stderr
+    assert "hard_example_mining_mode" in res.stderr and "testenv or the algorithm YAML" in res.stderr
