@@ -61,6 +61,9 @@ class OpenAIGenerator(Generator):
         extra_body: additional JSON fields sent with every request (e.g. ``top_k``).
         max_stop: send at most this many stop strings (the hosted OpenAI API accepts
             4); the rest are still applied client-side to raw completions.
+        logprobs: ask for each generated token's log-probability (``logprobs`` in the body);
+            the generations then carry ``mean_logprob``/``min_logprob`` when the server
+            returns them (the cloud-edge ``Confidence`` router reads them).
         sleep: injectable sleep function (tests pass a recorder).
 
     Failures: a sample whose request still fails after the retries gets ``error`` set (never
@@ -78,6 +81,7 @@ class OpenAIGenerator(Generator):
                  concurrency: int = 4, timeout_s: float = 120.0, max_retries: int = 5,
                  backoff_base: float = 0.5, max_backoff: float = 30.0,
                  extra_body: dict[str, Any] | None = None, max_stop: int | None = None,
+                 logprobs: bool = False,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         if concurrency < 1 or max_retries < 0 or timeout_s <= 0 or backoff_base < 0:
             raise ConfigError("openai generator: concurrency >= 1, max_retries >= 0, "
@@ -91,6 +95,7 @@ class OpenAIGenerator(Generator):
         self.max_backoff = max_backoff
         self.extra_body = dict(extra_body or {})
         self.max_stop = max_stop
+        self.logprobs = bool(logprobs)
         self._sleep = sleep
         self._api_key_env = api_key_env
         self._headers = {"Content-Type": "application/json"}
@@ -111,8 +116,11 @@ class OpenAIGenerator(Generator):
 
     def describe(self) -> dict[str, Any]:
         """Endpoint (sanitised), model and extra body fields; never the key."""
-        return {"generator": self.name, "endpoint": sanitize_url(self.base_url),
-                "model": self.model, "extra_body": self.extra_body}
+        identity = {"generator": self.name, "endpoint": sanitize_url(self.base_url),
+                    "model": self.model, "extra_body": self.extra_body}
+        if self.logprobs:  # answers cached without log-probabilities are not reused then
+            identity["logprobs"] = True
+        return identity
 
     def __repr__(self) -> str:
         return (f"OpenAIGenerator(base_url={sanitize_url(self.base_url)!r}, model={self.model!r}, "
@@ -147,8 +155,12 @@ class OpenAIGenerator(Generator):
             body["stop"] = stop if self.max_stop is None else stop[: self.max_stop]
         if request.mode == "complete":
             body["prompt"] = request.prompt
+            if self.logprobs:
+                body["logprobs"] = 1  # completions: how many alternatives per token
         else:
             body["messages"] = request.chat_messages()
+            if self.logprobs:
+                body["logprobs"] = True
         body.update(self.extra_body)
         return body
 

@@ -85,6 +85,27 @@ def test_openai_client_against_embedded_http_server(embedded: EmbeddedGenerator)
     client.close()
 
 
+def test_logprobs_from_the_embedded_model_and_over_http(embedded: EmbeddedGenerator) -> None:
+    """``logprobs: true`` (the cloud-edge Confidence router's input) on both backends: the same
+    greedy tokens, so the same log-probabilities; without it, none and the same cache key."""
+    plain = next(iter(embedded.generate(_reqs()[:1])))
+    assert plain.mean_logprob is None and plain.min_logprob is None
+    embedded.logprobs = True
+    try:
+        direct = next(iter(embedded.generate(_reqs()[:1])))
+        assert "logprobs" in embedded.describe()
+    finally:
+        embedded.logprobs = False
+    assert direct.raw_output == plain.raw_output
+    assert direct.min_logprob is not None and direct.mean_logprob is not None
+    assert direct.min_logprob <= direct.mean_logprob <= 0.0
+    client = OpenAIGenerator(embedded.base_url + "/v1", "qwen2.5-coder-0.5b", logprobs=True)
+    over_http = next(iter(client.generate(_reqs()[:1])))
+    client.close()
+    assert over_http.raw_output == direct.raw_output
+    assert over_http.mean_logprob == pytest.approx(direct.mean_logprob, abs=1e-3)
+
+
 # ----------------------------------------------------------- scripted local server
 class Script:
     """What the local server answers, request by request (shared with the handler)."""
