@@ -149,6 +149,8 @@ class OpenAIGenerator(Generator):
             body["prompt"] = request.prompt
         else:
             body["messages"] = request.chat_messages()
+            if request.response_format is not None:
+                body["response_format"] = dict(request.response_format)
         body.update(self.extra_body)
         return body
 
