@@ -13,6 +13,10 @@ gold control answering from the record itself: ``reference`` (the reference solu
 dataset's hidden tests as its own tests: aligns at try 1 and scores 1.0) and ``broken`` (a body
 that raises, with the same tests: never aligns).
 
+With greedy decoding (and for the controls) a try whose messages equal the previous try's
+would get the same reply: it is not sent again; the record says ``extra.repeat_of`` and keeps
+the tokens and latency of the call it repeats (what a loop sending it would pay).
+
 Every finished try is stored (:mod:`.store`) before the next starts; a resumed run replays the
 stored tries whose key matches and continues after them, so no finished try is repeated.
 """
@@ -78,6 +82,9 @@ class GenerationFailed(IanvsError):
 class Responder(Protocol):
     """Answers one try's messages for a record."""
 
+    #: True when the same messages always get the same reply (greedy decoding, controls)
+    deterministic: bool
+
     def describe(self) -> dict[str, Any]:
         """Identity for try keys (no secrets)."""
 
@@ -99,6 +106,7 @@ class GeneratorResponder:
         self.generator = generator
         self.decoding = decoding
         self.structured = structured != "none"
+        self.deterministic = decoding.temperature == 0.0
 
     def describe(self) -> dict[str, Any]:
         d = self.decoding
@@ -137,6 +145,7 @@ class ControlResponder:
         if variant not in ("reference", "broken"):
             raise ValueError(f"unknown control {variant!r}")
         self.variant = variant
+        self.deterministic = True
 
     def describe(self) -> dict[str, Any]:
         return {"generator": self.variant}
@@ -233,7 +242,15 @@ def _one_try(record: Mapping[str, Any], responder: Responder, runner: UnitRunner
              msgs: list[dict[str, str]], schema: Mapping[str, Any], key: str,
              prev: TryRecord | None, want_code: bool, want_tests: bool) -> TryRecord:
     prompt, entry_point = str(record["prompt"]), str(record["entry_point"])
-    reply = responder.reply(record, t, msgs, schema)
+    extra: dict[str, Any] = {}
+    if prev is not None and prev.messages == msgs and responder.deterministic:
+        # greedy decoding of the same messages: the reply is the previous one; not sent again,
+        # but its tokens and latency are what a loop sending it would pay, so they are kept
+        reply = Reply(prev.raw_output, prev.structured, prev.prompt_tokens,
+                      prev.completion_tokens, prev.latency_s, prev.finish_reason)
+        extra["repeat_of"] = prev.extra.get("repeat_of", prev.try_)
+    else:
+        reply = responder.reply(record, t, msgs, schema)
     if reply.error is not None:
         raise GenerationFailed(f"{record['task_id']} try {t}: {reply.error}")
     parsed = parse_reply(reply.raw_output, want_code, want_tests)
@@ -258,4 +275,4 @@ def _one_try(record: Mapping[str, Any], responder: Responder, runner: UnitRunner
         units=[o.to_dict() for o in outcomes], aligned=aligned,
         prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
         latency_s=round(reply.latency_s, 4), finish_reason=reply.finish_reason,
-        sandbox_runs=runner.runs - runs_before, sandbox_s=round(sandbox_s, 4))
+        sandbox_runs=runner.runs - runs_before, sandbox_s=round(sandbox_s, 4), extra=extra)

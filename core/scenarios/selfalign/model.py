@@ -167,8 +167,8 @@ class SelfAlignModel:
                 aligned += outcome.aligned_at is not None
                 context.save(pos, pred)
                 results.append(pred)
-                bar.update(1)
                 bar.set_postfix_str(f"aligned {aligned}/{pos + 1 - failed}")
+                bar.update(1)
         if getattr(context, "final", True):
             self.close()
         if failed:

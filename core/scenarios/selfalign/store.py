@@ -2,7 +2,8 @@
 
 One JSON line per finished try, appended and fsynced only once the try's sandbox outcomes are
 in, so a run killed with ``kill -9`` loses at most the try in flight and never repeats a
-finished one. Fields of a line (:class:`TryRecord`):
+finished one. A line for try t replaces the lines before it for tries t and later of the same
+task (a run with other settings redid them). Fields of a line (:class:`TryRecord`):
 
 =================== ========================================================================
 ``task_id``, ``try`` the task and the try number (1-based)
@@ -97,9 +98,12 @@ class TryStore:
                         logger.warning("%s:%d: unreadable try skipped (%s); it is redone",
                                        path, lineno, exc)
                         continue
-                    self._tries[rec.task_id].append(rec)
-        for tries in self._tries.values():
-            tries.sort(key=lambda r: r.try_)
+                    self._keep(rec)
+
+    def _keep(self, record: TryRecord) -> None:
+        """A try replaces the task's tries from its number on (a later line redid them)."""
+        kept = [r for r in self._tries[record.task_id] if r.try_ < record.try_]
+        self._tries[record.task_id] = kept + [record]
 
     def tries(self, task_id: str) -> list[TryRecord]:
         """The stored tries of a task, by try number (a copy)."""
@@ -112,5 +116,4 @@ class TryStore:
             fh.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
-        kept = [r for r in self._tries[record.task_id] if r.try_ < record.try_]
-        self._tries[record.task_id] = kept + [record]
+        self._keep(record)

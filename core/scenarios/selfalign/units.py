@@ -13,12 +13,15 @@ A unit is **invalid**, and counted so, never as a pass, when it
   (``unsafe:<reason>``: ``exec``, ``open``, dunder attributes, ...; the same function,
   :func:`~core.scenarios.repo.written_tests.unsafe_reason`);
 * never calls the function under test (``no_call``): no call ``f(...)`` of the entry point by
-  name and no call that passes it as an argument (``check(f)``), anywhere in the unit.
+  name and no call that passes it as an argument (``check(f)``), anywhere in the unit;
+* checks nothing (``no_assert``): no ``assert`` statement anywhere in the unit.
 
 A valid unit becomes the ``test`` of one boundary-tier :class:`ExecRequest`
 (:func:`judge_test`): ``def check(candidate)`` binding the entry point's name to the candidate,
-then the unit's statements, then a call of each top-level ``test*`` function it defines. The
-rewrite is done on the syntax tree (``ast.unparse``), so string literals keep their values.
+then the unit's statements, then a call of each top-level ``test*`` function it defines; an
+``assert a == b`` without a message gets ``"got " + repr(a)``, which is what a failing test
+tells the next try. The rewrite is done on the syntax tree (``ast.unparse``), so string
+literals keep their values.
 The judge runs it; the model's code runs in the candidate process and only answers calls.
 """
 from __future__ import annotations
@@ -72,8 +75,22 @@ def calls_entry_point(tree: ast.AST, entry_point: str) -> bool:
     return False
 
 
+class _Explain(ast.NodeTransformer):
+    """Give each message-less ``assert <left> <op> <right>`` the message ``got <left>!r``, so a
+    failing test tells the model what its function returned. The judge evaluates a message only
+    when its assert fails, answering candidate calls in it from the replies it already has."""
+
+    def visit_Assert(self, node: ast.Assert) -> ast.Assert:
+        if node.msg is None and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1:
+            left = node.test.left
+            node.msg = ast.BinOp(ast.Constant("got "), ast.Add(),
+                                 ast.Call(ast.Name("repr", ast.Load()), [left], []))
+        return node
+
+
 def judge_test(tree: ast.Module, entry_point: str) -> str:
     """The ``check(candidate)`` test of a parsed unit (see the module docstring)."""
+    tree = _Explain().visit(tree)
     body: list[ast.stmt] = [ast.Assign(targets=[ast.Name(entry_point, ast.Store())],
                                        value=ast.Name("candidate", ast.Load()), lineno=1)]
     body.extend(tree.body)
@@ -95,6 +112,7 @@ def check_unit(unit: str, entry_point: str, prompt: str = "") -> UnitCheck:
         return UnitCheck("empty")
     try:
         tree = ast.parse(unit)
+        compile(tree, "<unit>", "exec", dont_inherit=True)  # compile only: 'return' outside def
     except (SyntaxError, ValueError, RecursionError):
         return UnitCheck("syntax_error")
     allowed = SAFE_STDLIB | prompt_imports(prompt)
@@ -105,6 +123,8 @@ def check_unit(unit: str, entry_point: str, prompt: str = "") -> UnitCheck:
         return UnitCheck("unsafe:" + reason)
     if not calls_entry_point(tree, entry_point):
         return UnitCheck("no_call")
+    if not any(isinstance(node, ast.Assert) for node in ast.walk(tree)):
+        return UnitCheck("no_assert")
     try:
         test = judge_test(tree, entry_point)
         compile(test, "<test>", "exec", dont_inherit=True)  # compile only, never executed here

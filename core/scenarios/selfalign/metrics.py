@@ -1,0 +1,210 @@
+"""Metrics of the self-align loop, computed from the stored tries (no model runs).
+
+:func:`selfalign` reads ``selfalign_tries.jsonl`` of the test case (:mod:`.store`) for the
+records of the run and returns one row:
+
+========================= =================================================================
+``align@<k>``             share of tasks whose code passed all of its own tests within k tries
+``align_rate``            the same within ``max_tries`` (whatever the loop was given)
+``hidden_pass@1``         share of tasks whose final code passes the dataset's hidden tests
+                          (boundary tier, the codegen grading path and its cache)
+``hidden_pass@1_first``   the same for the first try's code: what the loop changed
+``false_alignment``       share of aligned tasks whose final code fails the hidden tests
+``false_aligned``         their number; ``aligned`` the number of aligned tasks
+``test_validity``         share of the final model-written tests that pass on the reference
+                          solution (invalid tests count as not valid)
+``invalid_tests``         share of all graded test units (every try) that were invalid
+``parse_failures``        tries whose reply could not be read; ``tries`` all tries
+``tries_per_task``, ``tokens_per_task``, ``sandbox_runs_per_task``, ``wall_s_per_task``
+                          cost per task (tokens: prompt + completion; wall: model latency
+                          plus sandbox time of the loop)
+``tokens_per_aligned``, ``wall_s_per_aligned``   total cost divided by the aligned tasks
+``tasks``                 tasks with at least one stored try
+========================= =================================================================
+
+It also writes ``selfalign_per_try.json`` (for t = 1..max tries: alignment, hidden pass@1 of
+the code the loop would return when stopped after t tries, false alignment, cumulative tokens
+and wall time per task) and ``selfalign_per_try.png`` (those against the try number), and
+``selfalign_per_task.jsonl`` (one line per task). Tasks without a stored try (a generation or
+sandbox failure left them for the next run) are left out and counted in ``unfinished``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from core.common.errors import ConfigError
+from core.scenarios.selfalign.sandbox import SandboxInfraError, SandboxSettings, UnitRunner
+from core.scenarios.selfalign.store import TRIES_FILE, TryRecord, TryStore
+from core.scenarios.selfalign.units import check_unit
+from core.testcasecontroller.metrics.code_execution import iter_results
+from core.testenvmanager.testenv.testenv import SANDBOX_KEYS
+
+logger = logging.getLogger(__name__)
+
+VALIDITY_FILE = "selfalign_validity.jsonl"
+PER_TRY_FILE = "selfalign_per_try.json"
+PER_TASK_FILE = "selfalign_per_task.jsonl"
+COST_COLUMNS = ["tries_per_task", "tokens_per_task", "sandbox_runs_per_task", "wall_s_per_task",
+                "tokens_per_aligned", "wall_s_per_aligned"]
+
+
+def _ks(k: int | Sequence[int]) -> list[int]:
+    ks = [k] if isinstance(k, int) else list(k)
+    if not ks or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in ks):
+        raise ValueError(f"k must be a positive integer or a list of them, got {k!r}")
+    return ks
+
+
+def _share(num: float, den: float) -> float:
+    return round(num / den, 4) if den else math.nan
+
+
+def _code(t: TryRecord, record: Mapping[str, Any]) -> str:
+    """The module graded for a try: its code, or the prompt's stub when it had none."""
+    return t.code or str(record["prompt"])
+
+
+def _validity_runner(context: Any) -> UnitRunner:
+    sandbox = dict(getattr(context, "sandbox", None) or {})
+    timeout = sandbox.get("timeout", "auto")
+    return UnitRunner(SandboxSettings(
+        backend=str(sandbox.get("backend", "local")),
+        options={k: v for k, v in sandbox.items() if k not in SANDBOX_KEYS},
+        timeout=float(timeout) if isinstance(timeout, (int, float)) else 3.0,
+        memory_mb=int(sandbox.get("memory_mb", 1024))), Path(context.workspace) / VALIDITY_FILE)
+
+
+def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
+              k: int | Sequence[int] = (1, 5)) -> dict[str, Any]:
+    """The self-align row (module docstring)."""
+    ks = _ks(k)
+    if context is None:
+        raise ConfigError("the selfalign metric needs the framework's context",
+                          hint="run it through 'ianvs -f'")
+    workspace = Path(context.workspace)
+    store = TryStore(workspace / TRIES_FILE)
+    records = [r for r in context.records()]
+    done = [(r, store.tries(str(r["task_id"]))) for r in records]
+    unfinished = sum(1 for _, tries in done if not tries)
+    done = [(r, tries) for r, tries in done if tries]
+    depth = max((len(t) for _, t in done), default=0)
+    # hidden tests: every try's code, graded once (cached) by the codegen grading path
+    preds = [{"task_id": r["task_id"], "samples": [
+        {"task_id": r["task_id"], "sample_index": i, "code": _code(t, r)}
+        for i, t in enumerate(tries)]} for r, tries in done]
+    hidden: list[list[bool]] = []
+    for results in iter_results([r for r, _ in done], preds, getattr(context, "sandbox", {}) or {},
+                                workspace, getattr(context, "show_progress", False),
+                                total=len(done)):
+        hidden.append([s.passed for s in results])
+    # test validity: the final tests against the reference solution
+    valid = total_final = 0
+    with _validity_runner(context) as runner:
+        for r, tries in done:
+            final = tries[-1]
+            checks = [check_unit(u, str(r["entry_point"]), str(r["prompt"])) for u in final.tests]
+            total_final += len(checks)
+            reference = str(r["prompt"]) + str(r.get("canonical_solution", ""))
+            try:
+                outs = runner.run(reference, checks, str(r["entry_point"]), helpers=str(r["prompt"]))
+            except SandboxInfraError as exc:
+                raise ConfigError(f"sandbox failed while checking test validity: {exc}",
+                                  hint="run again: results so far are cached") from exc
+            valid += sum(o.passed for o in outs)
+    n = len(done)
+    aligned_at = [next((t.try_ for t in tries if t.aligned), None) for _, tries in done]
+    aligned = sum(a is not None for a in aligned_at)
+    final_pass = [h[-1] for h in hidden]
+    false_aligned = sum(1 for a, p in zip(aligned_at, final_pass) if a is not None and not p)
+    all_tries = [t for _, tries in done for t in tries]
+    units = [u for t in all_tries for u in t.units]
+    tokens = sum(t.tokens for t in all_tries)
+    wall = sum(t.latency_s + t.sandbox_s for t in all_tries)
+    row: dict[str, Any] = {f"align@{kk}": _share(sum(a is not None and a <= kk
+                                                     for a in aligned_at), n) for kk in ks}
+    row.update({
+        "align_rate": _share(aligned, n), "hidden_pass@1": _share(sum(final_pass), n),
+        "hidden_pass@1_first": _share(sum(h[0] for h in hidden), n),
+        "false_alignment": _share(false_aligned, aligned), "false_aligned": false_aligned,
+        "aligned": aligned, "test_validity": _share(valid, total_final),
+        "invalid_tests": _share(sum(u["outcome"] == "invalid" for u in units), len(units)),
+        "parse_failures": sum(t.parse_error is not None for t in all_tries),
+        "tries": len(all_tries),
+        "tries_per_task": _share(len(all_tries), n), "tokens_per_task": _share(tokens, n),
+        "sandbox_runs_per_task": _share(sum(t.sandbox_runs for t in all_tries), n),
+        "wall_s_per_task": _share(wall, n), "tokens_per_aligned": _share(tokens, aligned),
+        "wall_s_per_aligned": _share(wall, aligned), "tasks": n, "unfinished": unfinished})
+    _per_try(workspace, done, hidden, aligned_at, depth)
+    return row
+
+
+selfalign.columns = lambda k=(1, 5): [f"align@{kk}" for kk in _ks(k)] + [  # type: ignore[attr-defined]
+    "align_rate", "hidden_pass@1", "hidden_pass@1_first", "false_alignment", "false_aligned",
+    "aligned", "test_validity", "invalid_tests", "parse_failures", "tries", *COST_COLUMNS,
+    "tasks", "unfinished"]
+
+
+def _per_try(workspace: Path, done: list[tuple[Mapping[str, Any], list[TryRecord]]],
+             hidden: list[list[bool]], aligned_at: list[int | None], depth: int) -> None:
+    """``selfalign_per_try.json``, ``selfalign_per_task.jsonl`` and the plot (docstring)."""
+    n = len(done)
+    curves: dict[str, list[float]] = {"align": [], "hidden_pass@1": [], "false_alignment": [],
+                                      "tokens_per_task": [], "wall_s_per_task": []}
+    for t in range(1, depth + 1):
+        stop = [min(t, len(tries)) for _, tries in done]
+        passed = [h[s - 1] for h, s in zip(hidden, stop)]
+        al = [a is not None and a <= t for a in aligned_at]
+        curves["align"].append(_share(sum(al), n))
+        curves["hidden_pass@1"].append(_share(sum(passed), n))
+        curves["false_alignment"].append(_share(sum(a and not p for a, p in zip(al, passed)),
+                                                sum(al)))
+        used = [tries[:s] for (_, tries), s in zip(done, stop)]
+        curves["tokens_per_task"].append(_share(sum(x.tokens for u in used for x in u), n))
+        curves["wall_s_per_task"].append(_share(sum(x.latency_s + x.sandbox_s
+                                                    for u in used for x in u), n))
+    try:
+        (workspace / PER_TRY_FILE).write_text(json.dumps(
+            {"tries": list(range(1, depth + 1)), **curves}, indent=1))
+        with (workspace / PER_TASK_FILE).open("w", encoding="utf-8") as fh:
+            for (r, tries), h, a in zip(done, hidden, aligned_at):
+                fh.write(json.dumps({
+                    "task_id": r["task_id"], "aligned_at": a, "tries": len(tries),
+                    "hidden_pass": h, "parse_failures": sum(x.parse_error is not None
+                                                            for x in tries),
+                    "tokens": sum(x.tokens for x in tries)}) + "\n")
+    except OSError as exc:
+        logger.warning("could not write the per-try files in %s: %s", workspace, exc)
+        return
+    _plot(workspace / "selfalign_per_try.png", curves, depth)
+
+
+def _plot(path: Path, curves: Mapping[str, list[float]], depth: int) -> None:
+    try:
+        import matplotlib  # noqa: PLC0415 - optional, as for the report
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+    except ImportError:
+        logger.info("matplotlib not installed: no %s", path.name)
+        return
+    if depth == 0:
+        return
+    xs = list(range(1, depth + 1))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+    for name in ("align", "hidden_pass@1", "false_alignment"):
+        left.plot(xs, curves[name], marker="o", label=name)
+    left.set_xlabel("tries")
+    left.set_ylim(-0.02, 1.02)
+    left.set_xticks(xs)
+    left.legend(fontsize=8)
+    right.plot(xs, curves["tokens_per_task"], marker="o", label="tokens per task")
+    right.set_xlabel("tries")
+    right.set_xticks(xs)
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
