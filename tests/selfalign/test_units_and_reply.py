@@ -49,16 +49,25 @@ def test_parse_reply_reads_fields_and_names_each_failure() -> None:
 def test_messages_never_contain_the_hidden_tests_and_carry_feedback() -> None:
     from core.scenarios.selfalign.reply import Feedback
 
-    first = messages("def f(x):\n    pass\n", 1, "both", "failures", 3, "assert")
+    first = messages("def f(x):\n    pass\n", "f", 1, "both", "failures", 3, "assert")
     assert "def f(x)" in first[1]["content"] and "previous" not in first[1]["content"]
-    later = messages("def f(x):\n    pass\n", 2, "code", "failures", 3, "assert",
+    assert "Complete the function `f`" in first[1]["content"]
+    later = messages("def f(x):\n    pass\n", "f", 2, "code", "failures", 3, "assert",
                      "def f(x):\n    return 1\n", ["assert f(2) == 2"],
                      [Feedback(0, "assert f(2) == 2", "failed", "AssertionError: got 1")])
     text = later[1]["content"]
     assert "got 1" in text and "Keep the tests" in text and "return 1" in text
-    silent = messages("def f(x):\n    pass\n", 2, "both", "none", 3, "assert", "c", ["t"],
+    silent = messages("def f(x):\n    pass\n", "f", 2, "both", "none", 3, "assert", "c", ["t"],
                       [Feedback(0, "t", "failed", "AssertionError: got 1")])
     assert "got 1" not in silent[1]["content"]
+
+
+def test_invalid_reasons_read_as_sentences() -> None:
+    from core.scenarios.selfalign.reply import invalid_text
+
+    assert invalid_text("no_call", "f") == "invalid: it never calls f"
+    assert invalid_text("import:numpy", "f") == "invalid: it imports numpy, which is not available"
+    assert invalid_text("unsafe:calls exit", "f") == "invalid: it calls exit"
 
 
 def test_units_invalid_for_each_documented_reason() -> None:

@@ -36,8 +36,8 @@ from core.generation.cache_key import canonical_json
 from core.generation.extract import extract_code
 from core.generation.reference import BROKEN_BODIES
 from core.generation.types import DecodingSettings, GenerationRequest
-from core.scenarios.selfalign.reply import (FEEDBACK_CHARS, Feedback, messages, parse_reply,
-                                            reply_schema, response_format, wanted)
+from core.scenarios.selfalign.reply import (FEEDBACK_CHARS, Feedback, invalid_text, messages,
+                                            parse_reply, reply_schema, response_format, wanted)
 from core.scenarios.selfalign.sandbox import INVALID, UnitRunner
 from core.scenarios.selfalign.store import TryRecord, TryStore
 from core.scenarios.selfalign.units import check_unit
@@ -184,12 +184,13 @@ def try_key(model: Mapping[str, Any], task_id: str, try_index: int,
     return hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
 
 
-def _feedback(tries: TryRecord) -> list[Feedback]:
+def _feedback(tries: TryRecord, entry_point: str) -> list[Feedback]:
     out = []
     for unit in tries.units:
         if unit["outcome"] == "passed":
             continue
-        status = f"invalid ({unit['reason']})" if unit["outcome"] == INVALID else unit["outcome"]
+        status = invalid_text(unit["reason"], entry_point) if unit["outcome"] == INVALID \
+            else unit["outcome"]
         detail = unit.get("detail") or ""
         if unit.get("output"):
             detail = f"{detail} output: {unit['output']}" if detail else f"output: {unit['output']}"
@@ -216,9 +217,10 @@ def run_task(record: Mapping[str, Any], responder: Responder, runner: UnitRunner
     for t in range(1, settings.max_tries + 1):
         want_code, want_tests = wanted(settings.generate, t)
         prev = done[-1] if done else None
-        msgs = messages(prompt, t, settings.generate, settings.feedback, settings.tests_per_task,
-                        settings.test_style, prev.code if prev else None,
-                        prev.tests if prev else None, _feedback(prev) if prev else ())
+        msgs = messages(prompt, entry_point, t, settings.generate, settings.feedback,
+                        settings.tests_per_task, settings.test_style, prev.code if prev else None,
+                        prev.tests if prev else None,
+                        _feedback(prev, entry_point) if prev else ())
         schema = reply_schema(want_code, want_tests, settings.tests_per_task, settings.test_style)
         key = try_key(model, task_id, t, msgs, schema, settings)
         old = stored[t - 1] if len(stored) >= t else None

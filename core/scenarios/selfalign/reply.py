@@ -73,6 +73,22 @@ def response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
             "json_schema": {"name": "selfalign_reply", "strict": True, "schema": dict(schema)}}
 
 
+#: what the next try is told about an invalid test, by reason (``import:`` and ``unsafe:``
+#: reasons carry their detail after the colon)
+INVALID_TEXT = {
+    "empty": "it is empty", "syntax_error": "it is not valid Python",
+    "no_call": "it never calls {entry_point}", "no_assert": "it has no assert statement",
+    "import": "it imports {detail}, which is not available", "unsafe": "it {detail}",
+}
+
+
+def invalid_text(reason: str, entry_point: str) -> str:
+    """A sentence for an invalid test's reason (see :mod:`.units`)."""
+    head, _, detail = reason.partition(":")
+    return "invalid: " + INVALID_TEXT.get(head, head).format(entry_point=entry_point,
+                                                            detail=detail)
+
+
 @dataclass(frozen=True)
 class Feedback:
     """What the next try is told about one model-written test of the previous try."""
@@ -87,8 +103,8 @@ def _fence(code: str) -> str:
     return f"```python\n{code.rstrip()}\n```"
 
 
-def messages(prompt: str, try_index: int, generate: str, feedback: str, tests_per_task: int,
-             test_style: str, previous_code: str | None = None,
+def messages(prompt: str, entry_point: str, try_index: int, generate: str, feedback: str,
+             tests_per_task: int, test_style: str, previous_code: str | None = None,
              previous_tests: Sequence[str] | None = None,
              failures: Sequence[Feedback] = ()) -> list[dict[str, str]]:
     """Chat messages of try ``try_index`` (1-based).
@@ -98,8 +114,9 @@ def messages(prompt: str, try_index: int, generate: str, feedback: str, tests_pe
     each failing or invalid test with its status and a message truncated to
     :data:`FEEDBACK_CHARS`; with ``feedback="none"`` only that they disagree.
     """
-    system = SYSTEM.format(n=tests_per_task, style=STYLE_TEXT[test_style])
-    user = f"Complete this function:\n{_fence(prompt)}\n"
+    system = SYSTEM.format(n=tests_per_task, style=STYLE_TEXT[test_style].replace(
+        "the function", f"`{entry_point}`"))
+    user = f"Complete the function `{entry_point}`:\n{_fence(prompt)}\n"
     if try_index > 1:
         want_code, want_tests = wanted(generate, try_index)
         user += "\nYour previous answer:\n" + _fence(previous_code or "") + "\nwith the tests:\n"
