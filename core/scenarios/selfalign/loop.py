@@ -97,8 +97,9 @@ class GeneratorResponder:
     """A registered generator in chat mode with structured output.
 
     ``structured``: ``auto`` sends the schema as ``response_format`` and, when the server
-    refuses the request (an HTTP 400/422 error mentioning it), sends it again without one and
-    from then on parses plain replies; ``none`` never sends it. Each try records which it was.
+    refuses the request (HTTP 400 or 422: a server without structured output), sends it again
+    without one and from then on parses plain replies; ``none`` never sends it. Each try
+    records which it was (``structured``).
     """
 
     def __init__(self, generator: Generator, decoding: DecodingSettings,
@@ -127,8 +128,7 @@ class GeneratorResponder:
               schema: Mapping[str, Any]) -> Reply:
         gen = self._ask(record, try_index, msgs, schema if self.structured else None)
         structured = self.structured
-        if gen.error and structured and "response_format" in gen.error \
-                and any(code in gen.error for code in ("400", "422")):
+        if gen.error and structured and gen.error.startswith(("HTTP 400", "HTTP 422")):
             logger.warning("the server refused response_format (%s); replies are parsed "
                            "without a schema from now on", gen.error[:120])
             self.structured = structured = False
