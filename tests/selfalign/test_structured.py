@@ -36,7 +36,10 @@ def no_schema_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
         def do_POST(self) -> None:  # noqa: N802 - http.server API
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             seen.append(body)
-            if "response_format" in body:
+            if body.get("max_tokens") == 3:   # llama.cpp's answer to a reply it cannot parse
+                status, payload = 500, {"error": {"message": "The model produced output that "
+                                                  "does not match the expected format"}}
+            elif "response_format" in body:
                 status, payload = 400, {"error": {"message": "unsupported parameter"}}
             else:
                 status, payload = 200, {"choices": [{"message": {"content": PLAIN},
@@ -72,6 +75,23 @@ def test_refused_schema_falls_back_to_parsing(no_schema_server: tuple[str, list[
     # from then on the schema is not sent again
     again = responder.reply(RECORD, 2, msgs, schema)
     assert again.structured is False and len(seen) == 3 and "response_format" not in seen[2]
+
+
+def test_server_refusing_its_own_reply_is_a_parse_failure(
+        no_schema_server: tuple[str, list[dict]], tmp_path: Any) -> None:
+    from core.scenarios.selfalign.loop import LoopSettings, run_task
+    from core.scenarios.selfalign.sandbox import SandboxSettings, UnitRunner
+    from core.scenarios.selfalign.store import TryStore
+
+    url, _seen = no_schema_server
+    client = create_generator("openai", base_url=url, model="m", max_retries=0)
+    responder = GeneratorResponder(client, DecodingSettings(max_tokens=3), structured="none")
+    with UnitRunner(SandboxSettings(options={"min_isolation": "process"})) as runner:
+        out = run_task(RECORD, responder, runner, TryStore(tmp_path / "t.jsonl"),
+                       LoopSettings(max_tries=2))
+    assert [t.parse_error for t in out.tries] == ["server_format", "server_format"]
+    assert "does not match" in out.tries[0].extra["server_error"]
+    assert out.aligned_at is None and out.tries[1].extra.get("repeat_of") is None
 
 
 @pytest.mark.slow

@@ -36,8 +36,9 @@ from core.generation.cache_key import canonical_json
 from core.generation.extract import extract_code
 from core.generation.reference import BROKEN_BODIES
 from core.generation.types import DecodingSettings, GenerationRequest
-from core.scenarios.selfalign.reply import (FEEDBACK_CHARS, Feedback, invalid_text, messages,
-                                            parse_reply, reply_schema, response_format, wanted)
+from core.scenarios.selfalign.reply import (FEEDBACK_CHARS, Feedback, ParsedReply,
+                                            invalid_text, messages, parse_reply, reply_schema,
+                                            response_format, wanted)
 from core.scenarios.selfalign.sandbox import INVALID, UnitRunner
 from core.scenarios.selfalign.store import TryRecord, TryStore
 from core.scenarios.selfalign.units import check_unit
@@ -73,6 +74,12 @@ class Reply:
     latency_s: float = 0.0
     finish_reason: str | None = None
     error: str | None = None
+    format_error: str | None = None
+
+
+#: backend errors that are the model's format failure, not the infrastructure's: llama.cpp
+#: refuses a constrained reply it cannot parse back (e.g. one cut by max_tokens mid-string)
+FORMAT_ERRORS = ("does not match the expected",)
 
 
 class GenerationFailed(IanvsError):
@@ -133,6 +140,9 @@ class GeneratorResponder:
                            "without a schema from now on", gen.error[:120])
             self.structured = structured = False
             gen = self._ask(record, try_index, msgs, None)
+        if gen.error and any(marker in gen.error for marker in FORMAT_ERRORS):
+            return Reply(gen.raw_output, structured, gen.prompt_tokens, gen.completion_tokens,
+                         gen.latency_s, gen.finish_reason, format_error=gen.error[:300])
         return Reply(gen.raw_output, structured, gen.prompt_tokens, gen.completion_tokens,
                      gen.latency_s, gen.finish_reason, gen.error)
 
@@ -255,7 +265,11 @@ def _one_try(record: Mapping[str, Any], responder: Responder, runner: UnitRunner
         reply = responder.reply(record, t, msgs, schema)
     if reply.error is not None:
         raise GenerationFailed(f"{record['task_id']} try {t}: {reply.error}")
-    parsed = parse_reply(reply.raw_output, want_code, want_tests)
+    if reply.format_error is not None:  # the server refused the reply it made: a parse failure
+        parsed = ParsedReply(None, None, "server_format")
+        extra["server_error"] = reply.format_error
+    else:
+        parsed = parse_reply(reply.raw_output, want_code, want_tests)
     if want_code:
         code = extract_code(parsed.code, prompt, entry_point) if parsed.code is not None else ""
     else:

@@ -12,7 +12,9 @@ task (a run with other settings redid them). Fields of a line (:class:`TryRecord
 ``messages``        the chat messages sent (the model never sees the dataset's tests)
 ``structured``      whether the reply was constrained by the JSON schema
 ``raw_output``      the model's reply, exactly
-``parse_error``     ``null`` or why the reply could not be read (``not_json``, ...)
+``parse_error``     ``null`` or why the reply could not be read (``not_json``, ``not_object``,
+                    ``missing:<field>``, ``type:<field>``; ``server_format``: the server
+                    refused its own constrained reply, its message in ``extra.server_error``)
 ``asked``           ``{"code": bool, "tests": bool}``: which fields this try regenerated
 ``code``            the module graded this try (prompt + extracted code; kept from the
                     previous try when the code was not regenerated; ``""`` when unreadable)
@@ -22,6 +24,7 @@ task (a run with other settings redid them). Fields of a line (:class:`TryRecord
 ``aligned``         every unit passed (at least one unit; an invalid unit is not a pass)
 ``prompt_tokens``, ``completion_tokens``, ``latency_s``, ``finish_reason``   the model call
 ``sandbox_runs``, ``sandbox_s``   sandbox requests made for this try and their wall time
+``extra``           ``repeat_of`` (a greedy repeat not sent again), ``server_error``
 =================== ========================================================================
 """
 from __future__ import annotations
