@@ -19,8 +19,16 @@ records of the run and returns one row:
                           cost per task (tokens: prompt + completion; wall: model latency
                           plus sandbox time of the loop)
 ``tokens_per_aligned``, ``wall_s_per_aligned``   total cost divided by the aligned tasks
+``mutation_score``        share of the reference solution's mutants (:mod:`.mutants`, at most
+                          ``mutants`` per task) that the final model-written tests kill
+                          (some valid test does not pass on it); mutants that pass every
+                          hidden test look equivalent and are left out, counted in
+                          ``equivalent_mutants``; ``mutants`` counts the rest
 ``tasks``                 tasks with at least one stored try
 ========================= =================================================================
+
+Every program here (reference, mutants, model code) runs in the sandbox; the hidden tests of
+the mutant filter run as one unit (the dataset's ``check`` called on the entry point).
 
 It also writes ``selfalign_per_try.json`` (for t = 1..max tries: alignment, hidden pass@1 of
 the code the loop would return when stopped after t tries, false alignment, cumulative tokens
@@ -38,7 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import ConfigError
-from core.scenarios.selfalign.sandbox import SandboxInfraError, SandboxSettings, UnitRunner
+from core.scenarios.selfalign.mutants import make_mutants
+from core.scenarios.selfalign.sandbox import (INVALID, SandboxInfraError, SandboxSettings,
+                                              UnitRunner)
 from core.scenarios.selfalign.store import TRIES_FILE, TryRecord, TryStore
 from core.scenarios.selfalign.units import check_unit
 from core.testcasecontroller.metrics.code_execution import iter_results
@@ -80,9 +90,11 @@ def _validity_runner(context: Any) -> UnitRunner:
 
 
 def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
-              k: int | Sequence[int] = (1, 5)) -> dict[str, Any]:
-    """The self-align row (module docstring)."""
+              k: int | Sequence[int] = (1, 5), mutants: int = 10) -> dict[str, Any]:
+    """The self-align row (module docstring); ``mutants: 0`` skips the mutation score."""
     ks = _ks(k)
+    if isinstance(mutants, bool) or not isinstance(mutants, int) or mutants < 0:
+        raise ConfigError(f"mutants must be an integer >= 0, got {mutants!r}")
     if context is None:
         raise ConfigError("the selfalign metric needs the framework's context",
                           hint="run it through 'ianvs -f'")
@@ -104,18 +116,22 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
         hidden.append([s.passed for s in results])
     # test validity: the final tests against the reference solution
     valid = total_final = 0
+    mutation = {"killed": 0, "mutants": 0, "equivalent": 0}
     with _validity_runner(context) as runner:
         for r, tries in done:
             final = tries[-1]
-            checks = [check_unit(u, str(r["entry_point"]), str(r["prompt"])) for u in final.tests]
+            entry, prompt = str(r["entry_point"]), str(r["prompt"])
+            checks = [check_unit(u, entry, prompt) for u in final.tests]
             total_final += len(checks)
-            reference = str(r["prompt"]) + str(r.get("canonical_solution", ""))
+            reference = prompt + str(r.get("canonical_solution", ""))
             try:
-                outs = runner.run(reference, checks, str(r["entry_point"]), helpers=str(r["prompt"]))
+                outs = runner.run(reference, checks, entry, helpers=prompt)
+                valid += sum(o.passed for o in outs)
+                if mutants:
+                    _mutation(runner, r, reference, checks, mutants, mutation)
             except SandboxInfraError as exc:
-                raise ConfigError(f"sandbox failed while checking test validity: {exc}",
-                                  hint="run again: results so far are cached") from exc
-            valid += sum(o.passed for o in outs)
+                raise ConfigError(f"sandbox failed while checking the model-written tests: "
+                                  f"{exc}", hint="run again: results so far are cached") from exc
     n = len(done)
     aligned_at = [next((t.try_ for t in tries if t.aligned), None) for _, tries in done]
     aligned = sum(a is not None for a in aligned_at)
@@ -138,15 +154,37 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
         "tries_per_task": _share(len(all_tries), n), "tokens_per_task": _share(tokens, n),
         "sandbox_runs_per_task": _share(sum(t.sandbox_runs for t in all_tries), n),
         "wall_s_per_task": _share(wall, n), "tokens_per_aligned": _share(tokens, aligned),
-        "wall_s_per_aligned": _share(wall, aligned), "tasks": n, "unfinished": unfinished})
+        "wall_s_per_aligned": _share(wall, aligned),
+        "mutation_score": _share(mutation["killed"], mutation["mutants"]),
+        "mutants": mutation["mutants"], "equivalent_mutants": mutation["equivalent"],
+        "tasks": n, "unfinished": unfinished})
     _per_try(workspace, done, hidden, aligned_at, depth)
     return row
 
 
-selfalign.columns = lambda k=(1, 5): [f"align@{kk}" for kk in _ks(k)] + [  # type: ignore[attr-defined]
+selfalign.columns = lambda k=(1, 5), mutants=10: [  # type: ignore[attr-defined]
+    *[f"align@{kk}" for kk in _ks(k)],
     "align_rate", "hidden_pass@1", "hidden_pass@1_first", "false_alignment", "false_aligned",
     "aligned", "test_validity", "invalid_tests", "parse_failures", "tries", *COST_COLUMNS,
-    "tasks", "unfinished"]
+    "mutation_score", "mutants", "equivalent_mutants", "tasks", "unfinished"]
+
+
+def _mutation(runner: UnitRunner, record: Mapping[str, Any], reference: str,
+              checks: list[Any], limit: int, counts: dict[str, int]) -> None:
+    """Add one task's mutants to ``counts`` (killed, mutants, equivalent; docstring)."""
+    entry, prompt = str(record["entry_point"]), str(record["prompt"])
+    hidden = check_unit(f"{record['test']}\n\ncheck({entry})\n", entry, prompt)
+    if not hidden.valid:
+        logger.warning("%s: the hidden test cannot be a unit (%s); no mutants for this task",
+                       record["task_id"], hidden.status)
+        return
+    for mutant in make_mutants(reference, entry, limit):
+        if runner.run(mutant.code, [hidden], entry, helpers=prompt)[0].passed:
+            counts["equivalent"] += 1
+            continue
+        counts["mutants"] += 1
+        outs = runner.run(mutant.code, checks, entry, helpers=prompt)
+        counts["killed"] += any(o.outcome != INVALID and not o.passed for o in outs)
 
 
 def _per_try(workspace: Path, done: list[tuple[Mapping[str, Any], list[TryRecord]]],
