@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-
-import pytest
 from pathlib import Path
 
-from core.scenarios.selfalign.loop import GeneratorResponder, LoopSettings, run_task
+import pytest
+
+from core.scenarios.selfalign.loop import LoopSettings, run_task
 from core.scenarios.selfalign.metrics import selfalign
 from core.scenarios.selfalign.mutants import make_mutants
 from core.scenarios.selfalign.sandbox import SandboxSettings, UnitRunner

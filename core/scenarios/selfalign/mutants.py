@@ -78,6 +78,7 @@ def make_mutants(module: str, entry_point: str, limit: int = 10) -> list[Mutant]
     if target is None or limit < 1:
         return []
     func = tree.body[target]
+    assert isinstance(func, ast.FunctionDef)
     docstring = ast.get_docstring(func, clean=False) is not None
     body_nodes = func.body[1:] if docstring else func.body
     places: list[tuple[int, str]] = []  # (position in the walk, operator)
