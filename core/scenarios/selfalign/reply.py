@@ -34,7 +34,7 @@ FEEDBACK_CHARS = 300
 
 SYSTEM = ("You write a Python function and unit tests for it. Reply with one JSON object. "
           "\"code\" holds the complete function (signature included, with the imports it needs; "
-          "no tests, no examples). \"tests\" holds {n} tests; {style}")
+          "no docstring, no tests, no examples). \"tests\" holds {n} tests; {style}")
 STYLE_TEXT = {
     "assert": "each test is one assert statement that calls the function and compares its "
               "result with the expected value.",
