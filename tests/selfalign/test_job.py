@@ -28,12 +28,19 @@ def _job(tmp_path: Path, generators: list[str] | None = None) -> Path:
         end = text.index("        - max_tries:")
         alg.write_text(text[:start] + "        - generator:\n            values: "
                        + json.dumps(generators) + "\n" + text[end:])
+        job = root / "benchmarkingjob.yaml"   # without the plain embedded row
+        text = job.read_text()
+        start = text.index("      # plain code generation")
+        end = text.index("  rank:")
+        job.write_text(text[:start] + text[end:])
     return root
 
 
 def _rows(root: Path) -> dict[str, dict[str, str]]:
+    """Rows by generator; the plain codegen row as ``plain:<generator>``."""
     rows = csv.DictReader(open(next(root.glob("workspace/*/rank/all_rank.csv"))))
-    return {r["basemodel-generator"]: r for r in rows}
+    return {(r["basemodel-generator"] if r["algorithm"] == "selfalign"
+             else f"{r['algorithm']}:{r['basemodel-generator']}"): r for r in rows}
 
 
 def _check_gold(rows: dict[str, dict[str, str]], tasks: int) -> None:
@@ -75,6 +82,8 @@ def test_default_job_on_the_embedded_model(tmp_path: Path) -> None:
     _check_gold(rows, 4)
     model = rows["embedded"]
     assert model["tasks"] == "4" and model["unfinished"] == "0"
+    plain = rows["plain:embedded"]          # the same model without the loop, same tasks
+    assert 0.0 <= float(plain["pass@1"]) <= 1.0 and plain["tasks"] == "0"
     for name in ("align@1", "align_rate", "hidden_pass@1", "hidden_pass@1_first",
                  "test_validity", "invalid_tests"):
         assert 0.0 <= float(model[name]) <= 1.0, name
