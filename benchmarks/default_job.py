@@ -51,10 +51,11 @@ COLUMNS = {
     "comment": ("code_preserved", "code_altered", "line_coverage", "chrf", "bleu", "rouge_l"),
     "issue": ("chrf", "bleu", "rouge_l", "embedding_sim", "judge_score"),
     "repo": ("pass@1", "f2p_share", "passed", "failed", "syntax_error"),
-    "selfalign": ("align@1", "align@2", "align_rate", "hidden_pass@1", "hidden_pass@1_first",
+    "selfalign": ("pass@1", "align@1", "align@2", "align_rate", "hidden_pass@1", "hidden_pass@1_first",
                   "false_alignment", "false_aligned", "aligned", "test_validity", "invalid_tests",
                   "parse_failures", "tries_per_task", "tokens_per_task", "sandbox_runs_per_task",
-                  "wall_s_per_task", "tokens_per_aligned", "wall_s_per_aligned"),
+                  "wall_s_per_task", "tokens_per_aligned", "wall_s_per_aligned", "mutation_score",
+                  "mutants", "equivalent_mutants"),
 }
 MAIN = {"codegen": "pass@1", "comment": "line_coverage", "issue": "rouge_l", "repo": "pass@1",
         "selfalign": "hidden_pass@1"}

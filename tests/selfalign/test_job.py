@@ -51,6 +51,8 @@ def _check_gold(rows: dict[str, dict[str, str]], tasks: int) -> None:
     assert ref["false_alignment"] == "0.0" and ref["tries_per_task"] == "1.0"
     assert ref["invalid_tests"] == "0.0" and ref["parse_failures"] == "0"
     assert ref["tasks"] == str(tasks) and ref["grading"] == "boundary"
+    # its tests are the hidden tests: every mutant they do not pass is killed by definition
+    assert ref["mutation_score"] == "1.0" and int(ref["mutants"]) > 0
     # broken: never aligns, every try used, its (hidden) tests are valid on the reference
     assert broken["align_rate"] == broken["hidden_pass@1"] == broken["pass@1"] == "0.0"
     assert broken["false_alignment"] in ("", "nan")   # no aligned task: undefined, not 0
@@ -69,6 +71,7 @@ def test_gold_controls_through_ianvs(tmp_path: Path) -> None:
     assert sorted(c["tries"] for c in curves) == [[1], [1, 2, 3, 4, 5]]
     broken = next(c for c in curves if len(c["tries"]) == 5)
     assert broken["align"] == [0.0] * 5 and broken["hidden_pass@1"] == [0.0] * 5
+    assert broken["false_alignment"] == [None] * 5     # nothing aligned: undefined
 
 
 @pytest.mark.slow

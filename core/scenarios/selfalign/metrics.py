@@ -31,8 +31,8 @@ Every program here (reference, mutants, model code) runs in the sandbox; the hid
 the mutant filter run as one unit (the dataset's ``check`` called on the entry point).
 
 It also writes ``selfalign_per_try.json`` (for t = 1..max tries: alignment, hidden pass@1 of
-the code the loop would return when stopped after t tries, false alignment, cumulative tokens
-and wall time per task) and ``selfalign_per_try.png`` (those against the try number), and
+the code the loop would return when stopped after t tries, false alignment (``null`` when
+nothing aligned), cumulative tokens and wall time per task) and ``selfalign_per_try.png`` (those against the try number), and
 ``selfalign_per_task.jsonl`` (one line per task). Tasks without a stored try (a generation or
 sandbox failure left them for the next run) are left out and counted in ``unfinished``.
 """
@@ -206,8 +206,10 @@ def _per_try(workspace: Path, done: list[tuple[Mapping[str, Any], list[TryRecord
         curves["wall_s_per_task"].append(_share(sum(x.latency_s + x.sandbox_s
                                                     for u in used for x in u), n))
     try:
+        plain = {name: [None if math.isnan(v) else v for v in values]  # JSON has no NaN
+                 for name, values in curves.items()}
         (workspace / PER_TRY_FILE).write_text(json.dumps(
-            {"tries": list(range(1, depth + 1)), **curves}, indent=1))
+            {"tries": list(range(1, depth + 1)), **plain}, indent=1))
         with (workspace / PER_TASK_FILE).open("w", encoding="utf-8") as fh:
             for (r, tries), h, a in zip(done, hidden, aligned_at):
                 fh.write(json.dumps({
