@@ -49,12 +49,14 @@ def _check_gold(rows: dict[str, dict[str, str]], tasks: int) -> None:
     assert ref["align@1"] == ref["align_rate"] == ref["hidden_pass@1"] == "1.0"
     assert ref["hidden_pass@1_first"] == ref["test_validity"] == ref["pass@1"] == "1.0"
     assert ref["false_alignment"] == "0.0" and ref["tries_per_task"] == "1.0"
+    assert ref["hidden_pass@1_plus"] == "1.0" and ref["plus_tasks"] == str(tasks)
     assert ref["invalid_tests"] == "0.0" and ref["parse_failures"] == "0"
     assert ref["tasks"] == str(tasks) and ref["grading"] == "boundary"
     # its tests are the hidden tests: every mutant they do not pass is killed by definition
     assert ref["mutation_score"] == "1.0" and int(ref["mutants"]) > 0
     # broken: never aligns, every try used, its (hidden) tests are valid on the reference
     assert broken["align_rate"] == broken["hidden_pass@1"] == broken["pass@1"] == "0.0"
+    assert broken["hidden_pass@1_plus"] == "0.0"
     assert broken["false_alignment"] in ("", "nan")   # no aligned task: undefined, not 0
     assert broken["tries_per_task"] == "5.0" and broken["test_validity"] == "1.0"
 

@@ -9,6 +9,9 @@ records of the run and returns one row:
 ``hidden_pass@1``         share of tasks whose final code passes the dataset's hidden tests
                           (boundary tier, the codegen grading path and its cache)
 ``hidden_pass@1_first``   the same for the first try's code: what the loop changed
+``hidden_pass@1_plus``    the final code on the amplified hidden tests (``metadata.test_plus`` of
+                          the records, :mod:`.amplify`), over the ``plus_tasks`` tasks that
+                          have them
 ``false_alignment``       share of aligned tasks whose final code fails the hidden tests
 ``false_aligned``         their number; ``aligned`` the number of aligned tasks
 ``test_validity``         share of the final model-written tests that pass on the reference
@@ -114,6 +117,16 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
                                 workspace, getattr(context, "show_progress", False),
                                 total=len(done)):
         hidden.append([s.passed for s in results])
+    # amplified hidden tests (metadata.test_plus, see .amplify): final code of the tasks having them
+    plus_records = [(i, {**r, "test": r["metadata"]["test_plus"]["test"]})
+                    for i, (r, _) in enumerate(done)
+                    if isinstance((r.get("metadata") or {}).get("test_plus"), Mapping)]
+    plus_preds = [{"task_id": r["task_id"], "samples": [
+        {"task_id": r["task_id"], "sample_index": 0, "code": _code(done[i][1][-1], r)}]}
+        for i, r in plus_records]
+    plus_pass = [results[0].passed for results in iter_results(
+        [r for _, r in plus_records], plus_preds, getattr(context, "sandbox", {}) or {},
+        workspace, False, total=len(plus_records))]
     # test validity: the final tests against the reference solution
     valid = total_final = 0
     mutation = {"killed": 0, "mutants": 0, "equivalent": 0}
@@ -146,6 +159,7 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
     row.update({
         "align_rate": _share(aligned, n), "hidden_pass@1": _share(sum(final_pass), n),
         "hidden_pass@1_first": _share(sum(h[0] for h in hidden), n),
+        "hidden_pass@1_plus": _share(sum(plus_pass), len(plus_pass)), "plus_tasks": len(plus_pass),
         "false_alignment": _share(false_aligned, aligned), "false_aligned": false_aligned,
         "aligned": aligned, "test_validity": _share(valid, total_final),
         "invalid_tests": _share(sum(u["outcome"] == "invalid" for u in units), len(units)),
@@ -164,8 +178,8 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
 
 selfalign.columns = lambda k=(1, 5), mutants=10: [  # type: ignore[attr-defined]
     *[f"align@{kk}" for kk in _ks(k)],
-    "align_rate", "hidden_pass@1", "hidden_pass@1_first", "false_alignment", "false_aligned",
-    "aligned", "test_validity", "invalid_tests", "parse_failures", "tries", *COST_COLUMNS,
+    "align_rate", "hidden_pass@1", "hidden_pass@1_first", "hidden_pass@1_plus", "plus_tasks",
+    "false_alignment", "false_aligned", "aligned", "test_validity", "invalid_tests", "parse_failures", "tries", *COST_COLUMNS,
     "mutation_score", "mutants", "equivalent_mutants", "tasks", "unfinished"]
 
 
