@@ -113,3 +113,18 @@ def test_openai_client_gets_schema_replies_from_llama_cpp() -> None:
         assert reply.raw_output.lstrip().startswith("{")   # the grammar admits nothing else
     finally:
         embedded.close()
+
+
+def test_response_format_is_part_of_the_key_only_when_set() -> None:
+    from core.generation.cache_key import request_payload, sample_key
+    from core.generation.types import GenerationRequest
+
+    msgs = ({"role": "user", "content": "hi"},)
+    plain = GenerationRequest("t", "p", mode="chat", messages=msgs)
+    fmt = {"type": "json_schema", "json_schema": {"name": "r", "schema": {"type": "object"}}}
+    shaped = GenerationRequest("t", "p", mode="chat", messages=msgs, response_format=fmt)
+    assert "response_format" not in request_payload(plain)     # earlier keys stay valid
+    assert request_payload(shaped)["response_format"] == fmt
+    assert sample_key({"m": 1}, plain, 0) != sample_key({"m": 1}, shaped, 0)
+    with pytest.raises(ValueError, match="chat"):
+        GenerationRequest("t", "p", mode="complete", response_format=fmt)
