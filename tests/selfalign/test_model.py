@@ -28,6 +28,7 @@ def test_defaults_and_choices() -> None:
     ({"generator": "reference", "n_threads": 2}, ConfigError, "not used by the 'reference'"),
     ({"generator": "embedded", "n_thread": 2}, ConfigError, "n_thread"),
     ({"n": 2}, ConfigError, "one sample per try"),
+    ({"max_trie": 2}, ConfigError, "did you mean 'max_tries'|max_tries"),
 ])
 def test_bad_hyperparameters_are_refused(params: dict, error: type, text: str) -> None:
     with pytest.raises(error, match=text):

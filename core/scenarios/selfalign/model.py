@@ -42,8 +42,8 @@ from typing import Any
 
 from core.common.errors import ConfigError, suggest
 from core.common.progress import progress_bar
-from core.generation import create_generator
-from core.generation.codegen_model import CodegenModel
+from core.generation import create_generator, generator_parameters
+from core.generation.codegen_model import DECODING_KEYS, CodegenModel
 from core.generation.types import DecodingSettings
 from core.scenarios.selfalign.loop import (ControlResponder, GenerationFailed,
                                            GeneratorResponder, LoopSettings, Responder,
@@ -119,6 +119,13 @@ class SelfAlignModel:
                                   "control", hint="give the control an algorithm of its own")
             decoding = DecodingSettings.from_mapping(rest)
             return generator, loop, structured, sandbox, decoding, {}
+        takes = generator_parameters(generator)  # RegistryError (with suggestions) if unknown
+        known = [*OWN_KEYS, *DECODING_KEYS, *takes.accepted]
+        unknown = sorted(set(rest) - set(known))
+        if unknown and not takes.takes_any:
+            raise ConfigError(f"hyperparameter {unknown[0]!r} is not used by the self-align model "
+                              f"nor by generator {generator!r}",
+                              hint=suggest(unknown[0], known) or f"known: {', '.join(known)}")
         rest["generator"] = generator
         rest["mode"] = "chat"
         name, _mode, decoding, gen_params = CodegenModel._parse(rest)
