@@ -64,10 +64,13 @@ def _check_gold(rows: dict[str, dict[str, str]], tasks: int) -> None:
 @pytest.mark.slow
 def test_gold_controls_through_ianvs(tmp_path: Path) -> None:
     root = _job(tmp_path, ["reference", "broken"])
-    res = run_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", "--no-report",
-                  cwd=root, timeout=600)
+    res = run_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", cwd=root,
+                  timeout=600)
     assert res.returncode == 0, res.stderr[-4000:]
     _check_gold(_rows(root), 4)
+    report = next(root.glob("workspace/*/report"))      # the curves against the try number
+    assert (report / "per_try.png").stat().st_size > 1000
+    assert "alt='per_try'" in (report / "index.html").read_text()
     curves = [json.loads(p.read_text())
               for p in root.glob("workspace/*/selfalign/*/selfalign_per_try.json")]
     assert sorted(c["tries"] for c in curves) == [[1], [1, 2, 3, 4, 5]]
