@@ -170,6 +170,9 @@ def per_try_curves(labels: Sequence[str], curves: Sequence[Mapping[str, Any]]) -
                 label=f"{label}: hidden pass@1")
         ax.plot(xs, ys("false_alignment"), color=colour, linestyle=":",
                 label=f"{label}: false alignment")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("tries")
     ax.set_ylabel("share of tasks (false alignment: of aligned tasks)")
     ax.set_ylim(-0.02, 1.02)
