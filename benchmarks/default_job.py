@@ -1,7 +1,8 @@
 """Wall time, CPU and model speed of a shipped default job, exactly as the README runs it.
 
 Copies an example job (``--job codegen``: the README's first command; ``comment``, ``issue``,
-``repo``, ``cloudedge``: both code models and every router) into a fresh folder (so nothing is cached but the model file and, for ``repo``, the
+``repo``, ``selfalign``: also prints the model's calls per try; ``cloudedge``: both code models
+and every router) into a fresh folder (so nothing is cached but the model file and, for ``repo``, the
 repositories' environments), optionally points its ``test_index`` at another file of the
 example's ``data/`` (``--data humaneval.jsonl``: the full HumanEval set), and runs
 ``ianvs -f benchmarkingjob.yaml --no-progress`` on it, ``--hogs`` busy-looping processes beside
@@ -44,7 +45,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from _provenance import Provenance  # noqa: E402
 
 BENCH = REPO / "examples" / "smart_coding" / "smart_coding_learning_bench"
-JOBS = ("codegen", "comment", "issue", "repo", "cloudedge")
+JOBS = ("codegen", "comment", "issue", "repo", "selfalign", "cloudedge")
 #: The leaderboard columns shown per job (besides generator, latency_s, tokens_per_s).
 COLUMNS = {
     "codegen": ("pass@1", "passed", "failed", "error", "syntax_error", "timeout"),
@@ -52,9 +53,15 @@ COLUMNS = {
     "issue": ("chrf", "bleu", "rouge_l", "embedding_sim", "judge_score"),
     "repo": ("pass@1", "f2p_share", "passed", "failed", "syntax_error"),
     "cloudedge": ("pass@1", "cloud_share", "regret", "edge_s", "check_s", "cloud_s"),
+    "selfalign": ("pass@1", "align@1", "align@2", "align_rate", "hidden_pass@1", "hidden_pass@1_first",
+                  "hidden_pass@1_plus", "false_alignment", "false_aligned", "aligned",
+                  "test_validity", "invalid_tests",
+                  "parse_failures", "tries_per_task", "tokens_per_task", "sandbox_runs_per_task",
+                  "wall_s_per_task", "tokens_per_aligned", "wall_s_per_aligned", "mutation_score",
+                  "mutants", "equivalent_mutants"),
 }
 MAIN = {"codegen": "pass@1", "comment": "line_coverage", "issue": "rouge_l", "repo": "pass@1",
-        "cloudedge": "pass@1"}
+        "selfalign": "hidden_pass@1", "cloudedge": "pass@1"}
 LOADED = re.compile(r"embedded model .* loaded in ([\d.]+)s \((\d+) threads")
 
 
@@ -130,6 +137,29 @@ def judge_calls(root: Path) -> list[float]:
     return seconds
 
 
+def model_calls(root: Path) -> str:
+    """Self-align jobs: the model's calls (tries not repeated from the previous one) with their
+    mean seconds and completion tokens, and the sandbox seconds per try."""
+    calls, seconds, tokens, sandbox, tries = 0, 0.0, 0, 0.0, 0
+    for path in root.glob("workspace/**/selfalign_tries.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            tries += 1
+            sandbox += float(row.get("sandbox_s") or 0.0)
+            if row.get("completion_tokens") and not (row.get("extra") or {}).get("repeat_of"):
+                calls += 1
+                seconds += float(row.get("latency_s") or 0.0)
+                tokens += int(row["completion_tokens"])
+    if not calls:
+        return ""
+    return (f"model_calls={calls} s_per_call={seconds / calls:.2f} "
+            f"completion_tokens_per_call={tokens / calls:.0f} tries={tries} "
+            f"sandbox_s_per_try={sandbox / max(1, tries):.3f}")
+
+
 def gold_ok(job: str, table: list[dict[str, str]]) -> bool:
     if job == "cloudedge":  # the routers' bounds: EdgeOnly keeps all, CloudOnly sends all,
         # the oracle has no regret and is at least as good as either model alone
@@ -183,6 +213,8 @@ def main() -> int:
             print(f"generator={who} {shown}", flush=True)
         for seconds, threads in loads:
             print(f"model_loaded_s={seconds} threads={threads}")
+        if args.job == "selfalign" and model_calls(root):
+            print(model_calls(root))
         judged = judge_calls(root)
         if judged:
             print(f"judge calls: {len(judged)}, {min(judged):.1f}-{max(judged):.1f} s each "

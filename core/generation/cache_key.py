@@ -34,7 +34,7 @@ def request_payload(request: GenerationRequest) -> dict[str, Any]:
     """The result-relevant content of a request (not including the sample index)."""
     d = request.decoding
     sent: Any = request.prompt if request.mode == "complete" else request.chat_messages()
-    return {
+    payload: dict[str, Any] = {
         "task_id": request.task_id,
         "mode": request.mode,
         "input": sent,
@@ -43,6 +43,9 @@ def request_payload(request: GenerationRequest) -> dict[str, Any]:
             "stop": list(d.resolved_stop(request.mode)), "seed": d.seed, "n": d.n,
         },
     }
+    if request.response_format is not None:  # only when set: earlier keys stay valid
+        payload["response_format"] = dict(request.response_format)
+    return payload
 
 
 def sample_key(model: Mapping[str, Any], request: GenerationRequest, sample_index: int) -> str:

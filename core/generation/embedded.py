@@ -198,6 +198,8 @@ class EmbeddedGenerator(Generator):
             body["prompt"] = request.prompt
         else:
             body["messages"] = request.chat_messages()
+            if request.response_format is not None:
+                body["response_format"] = dict(request.response_format)
         return body
 
     def _one(self, request: GenerationRequest, sample_index: int, key: str) -> Generation:

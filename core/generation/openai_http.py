@@ -161,6 +161,8 @@ class OpenAIGenerator(Generator):
             body["messages"] = request.chat_messages()
             if self.logprobs:
                 body["logprobs"] = True
+            if request.response_format is not None:
+                body["response_format"] = dict(request.response_format)
         body.update(self.extra_body)
         return body
 

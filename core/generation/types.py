@@ -98,6 +98,10 @@ class GenerationRequest:
             rendering of :func:`default_chat_messages`.
         samples: which sample indices to produce; ``None`` means ``range(decoding.n)``.
             Resume uses it to skip finished samples; it is not part of the cache key.
+        response_format: chat mode only: an OpenAI-style ``response_format`` object sent as
+            is (e.g. ``{"type": "json_schema", "json_schema": {"name": ..., "schema": ...}}``),
+            which llama.cpp turns into a grammar that constrains the reply; ``None`` (default)
+            sends none. Part of the cache key when set.
     """
 
     task_id: str
@@ -107,6 +111,7 @@ class GenerationRequest:
     decoding: DecodingSettings = field(default_factory=DecodingSettings)
     messages: tuple[Mapping[str, str], ...] | None = None
     samples: tuple[int, ...] | None = None
+    response_format: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -118,6 +123,8 @@ class GenerationRequest:
             bad = [i for i in self.samples if not 0 <= i < self.decoding.n]
             if bad:
                 raise ValueError(f"sample indices {bad} outside range(n={self.decoding.n})")
+        if self.response_format is not None and self.mode != "chat":
+            raise ValueError("response_format needs mode 'chat'")
 
     @property
     def sample_indices(self) -> tuple[int, ...]:

@@ -200,4 +200,30 @@ def cost_quality_plane(algorithms: Sequence[str], shares: Sequence[float],
     ax.set_ylim(0, max(1.0, max(p[2] for p in pts) * 1.05))
     ax.set_title("cost/quality plane: correctness bought by cloud traffic")
     ax.legend(loc="lower right", fontsize=8)
+def per_try_curves(labels: Sequence[str], curves: Sequence[Mapping[str, Any]]) -> bytes | None:
+    """Self-align test cases: alignment (solid) and hidden pass@1 (dashed) against the try
+    number, one colour per test case; false alignment (dotted) where defined."""
+    if not labels:
+        return None
+    fig, ax = _figure(7.5, 4.0)
+    for i, (label, curve) in enumerate(zip(labels, curves)):
+        xs = list(curve.get("tries") or [])
+        colour = f"C{i % 10}"
+
+        def ys(name: str) -> list[float]:
+            return [math.nan if v is None else float(v) for v in (curve.get(name) or [])]
+
+        ax.plot(xs, ys("align"), color=colour, marker="o", label=f"{label}: align")
+        ax.plot(xs, ys("hidden_pass@1"), color=colour, linestyle="--", marker="x",
+                label=f"{label}: hidden pass@1")
+        ax.plot(xs, ys("false_alignment"), color=colour, linestyle=":",
+                label=f"{label}: false alignment")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("tries")
+    ax.set_ylabel("share of tasks (false alignment: of aligned tasks)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title("self-align: alignment, hidden pass@1 and false alignment per try")
+    ax.legend(loc="best", fontsize=6)
     return _png(fig)

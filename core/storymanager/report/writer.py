@@ -38,6 +38,9 @@ HEATMAP_MAX_TASKS = 200
 ALPHA = 0.05
 
 
+#: curves against the try number that a self-align test case writes (core.scenarios.selfalign)
+PER_TRY_FILE = "selfalign_per_try.json"
+
 @dataclass
 class CaseView:
     """One leaderboard row with what the report derives from its test case folder."""
@@ -49,6 +52,8 @@ class CaseView:
     ci: tuple[float, float] | None = None
     errors: dict[str, str] = field(default_factory=dict)
     """metric -> exception text of the metrics that raised (their cells show ``error``)."""
+    per_try: dict[str, Any] = field(default_factory=dict)
+    """Curves against the try number of a self-align test case (``selfalign_per_try.json``)."""
 
     def rates(self) -> dict[str, float]:
         return {t: c / n for t, (n, c) in self.tasks.items() if n}
@@ -118,6 +123,12 @@ def build_views(rows: list[dict[str, str]], metric: str, modules: Sequence[str],
         public = redact(row)
         view = CaseView(dict(public), _label(public, modules), _float(row.get(metric)),
                         _per_task(case_dir))
+        curves = case_dir / PER_TRY_FILE
+        if curves.is_file():
+            try:
+                view.per_try = dict(json.loads(curves.read_text(encoding="utf-8")))
+            except (OSError, ValueError, TypeError):
+                view.per_try = {}
         for name, entry in _metric_errors(case_dir).items():
             view.errors[name] = str(entry.get("error", ""))
             for column in entry.get("columns") or [name]:
@@ -171,6 +182,10 @@ def figures(views: list[CaseView], metric: str) -> dict[str, bytes]:
             [v.row.get("algorithm", "") for v in views],
             [_float(v.row.get("cloud_share")) for v in views], [v.value for v in views], metric,
             [v.row.get("hard_example_mining") == "OracleRouter" for v in views])
+    with_curves = [v for v in views if v.per_try.get("tries")]
+    if with_curves:
+        out["per_try"] = plots.per_try_curves([v.label for v in with_curves],
+                                              [v.per_try for v in with_curves])
     with_tasks = [v for v in views if v.tasks]
     if with_tasks:
         tasks = sorted(set().union(*(v.tasks for v in with_tasks)))

@@ -1,0 +1,18 @@
+"""The self-align scenario: a model writes a function and its own tests, the tests run against
+the code in the sandbox, and the model retries until they agree; measured against the
+dataset's hidden tests (issue 27).
+
+One home for its pieces:
+
+* :mod:`.reply` -- the reply's JSON schema (structured output), the prompts of each try, parsing;
+* :mod:`.units` -- model-written tests as units, checked statically (never run here);
+* :mod:`.sandbox` -- each unit graded in the sandbox (boundary tier), with a cache;
+* :mod:`.store` -- the record of every try (``selfalign_tries.jsonl``), resumable;
+* :mod:`.loop` -- the loop of one task, and the responders (generators, gold controls);
+* :mod:`.model` -- the basemodel (``generator``, ``max_tries``, ``generate``, ``feedback``, ...);
+* :mod:`.metrics` -- alignment, hidden pass@1, false alignment, test validity, cost.
+
+Records are codegen records (HumanEval layout: ``task_id``, ``prompt``, ``entry_point``,
+``canonical_solution``, ``test``); the model sees only ``prompt``. See
+docs/proposals/scenarios/smart_coding/selfalign.md.
+"""

@@ -1,0 +1,264 @@
+"""Metrics of the self-align loop, computed from the stored tries (no model runs).
+
+:func:`selfalign` reads ``selfalign_tries.jsonl`` of the test case (:mod:`.store`) for the
+records of the run and returns one row:
+
+========================= =================================================================
+``align@<k>``             share of tasks whose code passed all of its own tests within k tries
+``align_rate``            the same within ``max_tries`` (whatever the loop was given)
+``hidden_pass@1``         share of tasks whose final code passes the dataset's hidden tests
+                          (boundary tier, the codegen grading path and its cache)
+``hidden_pass@1_first``   the same for the first try's code: what the loop changed
+``hidden_pass@1_plus``    the final code on the amplified hidden tests (``metadata.test_plus`` of
+                          the records, :mod:`.amplify`), over the ``plus_tasks`` tasks that
+                          have them
+``false_alignment``       share of aligned tasks whose final code fails the hidden tests
+``false_aligned``         their number; ``aligned`` the number of aligned tasks
+``test_validity``         share of the final model-written tests that pass on the reference
+                          solution (invalid tests count as not valid)
+``invalid_tests``         share of all graded test units (every try) that were invalid
+``parse_failures``        tries whose reply could not be read; ``tries`` all tries
+``tries_per_task``, ``tokens_per_task``, ``sandbox_runs_per_task``, ``wall_s_per_task``
+                          cost per task (tokens: prompt + completion; wall: model latency
+                          plus sandbox time of the loop)
+``tokens_per_aligned``, ``wall_s_per_aligned``   total cost divided by the aligned tasks
+``mutation_score``        share of the reference solution's mutants (:mod:`.mutants`, at most
+                          ``mutants`` per task) that the final model-written tests kill
+                          (some valid test does not pass on it); mutants that pass every
+                          hidden test look equivalent and are left out, counted in
+                          ``equivalent_mutants``; ``mutants`` counts the rest
+``tasks``                 tasks with at least one stored try
+========================= =================================================================
+
+Every program here (reference, mutants, model code) runs in the sandbox; the hidden tests of
+the mutant filter run as one unit (the dataset's ``check`` called on the entry point).
+
+It also writes ``selfalign_per_try.json`` (for t = 1..max tries: alignment, hidden pass@1 of
+the code the loop would return when stopped after t tries, false alignment (``null`` when
+nothing aligned), cumulative tokens and wall time per task) and ``selfalign_per_try.png`` (those against the try number), and
+``selfalign_per_task.jsonl`` (one line per task). Tasks without a stored try (a generation or
+sandbox failure left them for the next run) are left out and counted in ``unfinished``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from core.common.errors import ConfigError
+from core.scenarios.selfalign.mutants import make_mutants
+from core.scenarios.selfalign.sandbox import (INVALID, SandboxInfraError, SandboxSettings,
+                                              UnitRunner)
+from core.scenarios.selfalign.store import TRIES_FILE, TryRecord, TryStore
+from core.scenarios.selfalign.units import check_unit
+from core.testcasecontroller.metrics.code_execution import iter_results
+from core.testenvmanager.testenv.testenv import SANDBOX_KEYS
+
+logger = logging.getLogger(__name__)
+
+VALIDITY_FILE = "selfalign_validity.jsonl"
+PER_TRY_FILE = "selfalign_per_try.json"
+PER_TASK_FILE = "selfalign_per_task.jsonl"
+COST_COLUMNS = ["tries_per_task", "tokens_per_task", "sandbox_runs_per_task", "wall_s_per_task",
+                "tokens_per_aligned", "wall_s_per_aligned"]
+
+
+def _ks(k: int | Sequence[int]) -> list[int]:
+    ks = [k] if isinstance(k, int) else list(k)
+    if not ks or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in ks):
+        raise ValueError(f"k must be a positive integer or a list of them, got {k!r}")
+    return ks
+
+
+def _share(num: float, den: float) -> float:
+    return round(num / den, 4) if den else math.nan
+
+
+def _code(t: TryRecord, record: Mapping[str, Any]) -> str:
+    """The module graded for a try: its code, or the prompt's stub when it had none."""
+    return t.code or str(record["prompt"])
+
+
+def _validity_runner(context: Any) -> UnitRunner:
+    sandbox = dict(getattr(context, "sandbox", None) or {})
+    timeout = sandbox.get("timeout", "auto")
+    return UnitRunner(SandboxSettings(
+        backend=str(sandbox.get("backend", "local")),
+        options={k: v for k, v in sandbox.items() if k not in SANDBOX_KEYS},
+        timeout=float(timeout) if isinstance(timeout, (int, float)) else 3.0,
+        memory_mb=int(sandbox.get("memory_mb", 1024))), Path(context.workspace) / VALIDITY_FILE)
+
+
+def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
+              k: int | Sequence[int] = (1, 5), mutants: int = 10) -> dict[str, Any]:
+    """The self-align row (module docstring); ``mutants: 0`` skips the mutation score."""
+    ks = _ks(k)
+    if isinstance(mutants, bool) or not isinstance(mutants, int) or mutants < 0:
+        raise ConfigError(f"mutants must be an integer >= 0, got {mutants!r}")
+    if context is None:
+        raise ConfigError("the selfalign metric needs the framework's context",
+                          hint="run it through 'ianvs -f'")
+    workspace = Path(context.workspace)
+    store = TryStore(workspace / TRIES_FILE)
+    records = [r for r in context.records()]
+    done = [(r, store.tries(str(r["task_id"]))) for r in records]
+    unfinished = sum(1 for _, tries in done if not tries)
+    done = [(r, tries) for r, tries in done if tries]
+    depth = max((len(t) for _, t in done), default=0)
+    # hidden tests: every try's code, graded once (cached) by the codegen grading path
+    preds = [{"task_id": r["task_id"], "samples": [
+        {"task_id": r["task_id"], "sample_index": i, "code": _code(t, r)}
+        for i, t in enumerate(tries)]} for r, tries in done]
+    hidden: list[list[bool]] = []
+    for results in iter_results([r for r, _ in done], preds, getattr(context, "sandbox", {}) or {},
+                                workspace, getattr(context, "show_progress", False),
+                                total=len(done)):
+        hidden.append([s.passed for s in results])
+    # amplified hidden tests (metadata.test_plus, see .amplify): final code of the tasks having them
+    plus_records = [(i, {**r, "test": r["metadata"]["test_plus"]["test"]})
+                    for i, (r, _) in enumerate(done)
+                    if isinstance((r.get("metadata") or {}).get("test_plus"), Mapping)]
+    plus_preds = [{"task_id": r["task_id"], "samples": [
+        {"task_id": r["task_id"], "sample_index": 0, "code": _code(done[i][1][-1], r)}]}
+        for i, r in plus_records]
+    plus_pass = [results[0].passed for results in iter_results(
+        [r for _, r in plus_records], plus_preds, getattr(context, "sandbox", {}) or {},
+        workspace, False, total=len(plus_records))]
+    # test validity: the final tests against the reference solution
+    valid = total_final = 0
+    mutation = {"killed": 0, "mutants": 0, "equivalent": 0}
+    with _validity_runner(context) as runner:
+        for r, tries in done:
+            final = tries[-1]
+            entry, prompt = str(r["entry_point"]), str(r["prompt"])
+            checks = [check_unit(u, entry, prompt) for u in final.tests]
+            total_final += len(checks)
+            reference = prompt + str(r.get("canonical_solution", ""))
+            try:
+                outs = runner.run(reference, checks, entry, helpers=prompt)
+                valid += sum(o.passed for o in outs)
+                if mutants:
+                    _mutation(runner, r, reference, checks, mutants, mutation)
+            except SandboxInfraError as exc:
+                raise ConfigError(f"sandbox failed while checking the model-written tests: "
+                                  f"{exc}", hint="run again: results so far are cached") from exc
+    n = len(done)
+    aligned_at = [next((t.try_ for t in tries if t.aligned), None) for _, tries in done]
+    aligned = sum(a is not None for a in aligned_at)
+    final_pass = [h[-1] for h in hidden]
+    false_aligned = sum(1 for a, p in zip(aligned_at, final_pass) if a is not None and not p)
+    all_tries = [t for _, tries in done for t in tries]
+    units = [u for t in all_tries for u in t.units]
+    tokens = sum(t.tokens for t in all_tries)
+    wall = sum(t.latency_s + t.sandbox_s for t in all_tries)
+    row: dict[str, Any] = {f"align@{kk}": _share(sum(a is not None and a <= kk
+                                                     for a in aligned_at), n) for kk in ks}
+    row.update({
+        "align_rate": _share(aligned, n), "hidden_pass@1": _share(sum(final_pass), n),
+        "hidden_pass@1_first": _share(sum(h[0] for h in hidden), n),
+        "hidden_pass@1_plus": _share(sum(plus_pass), len(plus_pass)), "plus_tasks": len(plus_pass),
+        "false_alignment": _share(false_aligned, aligned), "false_aligned": false_aligned,
+        "aligned": aligned, "test_validity": _share(valid, total_final),
+        "invalid_tests": _share(sum(u["outcome"] == "invalid" for u in units), len(units)),
+        "parse_failures": sum(t.parse_error is not None for t in all_tries),
+        "tries": len(all_tries),
+        "tries_per_task": _share(len(all_tries), n), "tokens_per_task": _share(tokens, n),
+        "sandbox_runs_per_task": _share(sum(t.sandbox_runs for t in all_tries), n),
+        "wall_s_per_task": _share(wall, n), "tokens_per_aligned": _share(tokens, aligned),
+        "wall_s_per_aligned": _share(wall, aligned),
+        "mutation_score": _share(mutation["killed"], mutation["mutants"]),
+        "mutants": mutation["mutants"], "equivalent_mutants": mutation["equivalent"],
+        "tasks": n, "unfinished": unfinished})
+    _per_try(workspace, done, hidden, aligned_at, depth)
+    return row
+
+
+selfalign.columns = lambda k=(1, 5), mutants=10: [  # type: ignore[attr-defined]
+    *[f"align@{kk}" for kk in _ks(k)],
+    "align_rate", "hidden_pass@1", "hidden_pass@1_first", "hidden_pass@1_plus", "plus_tasks",
+    "false_alignment", "false_aligned", "aligned", "test_validity", "invalid_tests", "parse_failures", "tries", *COST_COLUMNS,
+    "mutation_score", "mutants", "equivalent_mutants", "tasks", "unfinished"]
+
+
+def _mutation(runner: UnitRunner, record: Mapping[str, Any], reference: str,
+              checks: list[Any], limit: int, counts: dict[str, int]) -> None:
+    """Add one task's mutants to ``counts`` (killed, mutants, equivalent; docstring)."""
+    entry, prompt = str(record["entry_point"]), str(record["prompt"])
+    hidden = check_unit(f"{record['test']}\n\ncheck({entry})\n", entry, prompt)
+    if not hidden.valid:
+        logger.warning("%s: the hidden test cannot be a unit (%s); no mutants for this task",
+                       record["task_id"], hidden.status)
+        return
+    for mutant in make_mutants(reference, entry, limit):
+        if runner.run(mutant.code, [hidden], entry, helpers=prompt)[0].passed:
+            counts["equivalent"] += 1
+            continue
+        counts["mutants"] += 1
+        outs = runner.run(mutant.code, checks, entry, helpers=prompt)
+        counts["killed"] += any(o.outcome != INVALID and not o.passed for o in outs)
+
+
+def _per_try(workspace: Path, done: list[tuple[Mapping[str, Any], list[TryRecord]]],
+             hidden: list[list[bool]], aligned_at: list[int | None], depth: int) -> None:
+    """``selfalign_per_try.json``, ``selfalign_per_task.jsonl`` and the plot (docstring)."""
+    n = len(done)
+    curves: dict[str, list[float]] = {"align": [], "hidden_pass@1": [], "false_alignment": [],
+                                      "tokens_per_task": [], "wall_s_per_task": []}
+    for t in range(1, depth + 1):
+        stop = [min(t, len(tries)) for _, tries in done]
+        passed = [h[s - 1] for h, s in zip(hidden, stop)]
+        al = [a is not None and a <= t for a in aligned_at]
+        curves["align"].append(_share(sum(al), n))
+        curves["hidden_pass@1"].append(_share(sum(passed), n))
+        curves["false_alignment"].append(_share(sum(a and not p for a, p in zip(al, passed)),
+                                                sum(al)))
+        used = [tries[:s] for (_, tries), s in zip(done, stop)]
+        curves["tokens_per_task"].append(_share(sum(x.tokens for u in used for x in u), n))
+        curves["wall_s_per_task"].append(_share(sum(x.latency_s + x.sandbox_s
+                                                    for u in used for x in u), n))
+    try:
+        plain = {name: [None if math.isnan(v) else v for v in values]  # JSON has no NaN
+                 for name, values in curves.items()}
+        (workspace / PER_TRY_FILE).write_text(json.dumps(
+            {"tries": list(range(1, depth + 1)), **plain}, indent=1))
+        with (workspace / PER_TASK_FILE).open("w", encoding="utf-8") as fh:
+            for (r, tries), h, a in zip(done, hidden, aligned_at):
+                fh.write(json.dumps({
+                    "task_id": r["task_id"], "aligned_at": a, "tries": len(tries),
+                    "hidden_pass": h, "parse_failures": sum(x.parse_error is not None
+                                                            for x in tries),
+                    "tokens": sum(x.tokens for x in tries)}) + "\n")
+    except OSError as exc:
+        logger.warning("could not write the per-try files in %s: %s", workspace, exc)
+        return
+    _plot(workspace / "selfalign_per_try.png", curves, depth)
+
+
+def _plot(path: Path, curves: Mapping[str, list[float]], depth: int) -> None:
+    try:
+        import matplotlib  # noqa: PLC0415 - optional, as for the report
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+    except ImportError:
+        logger.info("matplotlib not installed: no %s", path.name)
+        return
+    if depth == 0:
+        return
+    xs = list(range(1, depth + 1))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+    for name in ("align", "hidden_pass@1", "false_alignment"):
+        left.plot(xs, curves[name], marker="o", label=name)
+    left.set_xlabel("tries")
+    left.set_ylim(-0.02, 1.02)
+    left.set_xticks(xs)
+    left.legend(fontsize=8)
+    right.plot(xs, curves["tokens_per_task"], marker="o", label="tokens per task")
+    right.set_xlabel("tries")
+    right.set_xticks(xs)
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)

@@ -1,0 +1,211 @@
+"""The self-align basemodel: any generator wrapped in the self-align loop.
+
+An example's ``basemodel.py`` registers :class:`SelfAlignModel` under its alias. Hyperparameters
+(all optional):
+
+==================== ========================================================================
+``generator``        the inner generator: ``embedded`` (default), ``openai``, any registered
+                     one; or a gold control: ``reference`` (reference solution with the hidden
+                     tests as its own: aligns at try 1, scores 1.0), ``broken`` (never aligns)
+``max_tries``        tries per task (default 5)
+``generate``         what a try after the first regenerates: ``code``, ``tests``, ``both``
+                     (default)
+``feedback``         ``failures`` (default: failing tests, messages, truncated output go back
+                     to the model) or ``none``
+``tests_per_task``   tests the model writes per try (default 3)
+``test_style``       ``assert`` (default: each test one assert line, enforced by the schema)
+                     or ``free`` (any Python per test)
+``structured``       ``auto`` (default: JSON schema as ``response_format``; plain parsing when
+                     the server refuses it) or ``none``
+``temperature``, ``top_p``, ``max_tokens`` (default 512), ``seed``   decoding
+``test_timeout``     seconds per model-written test in the sandbox (default 3)
+``min_isolation``    sandbox level the model-written tests need (default ``process``)
+``sandbox_workers``  parallel sandbox slots for them (default 2)
+anything else        passed to the inner generator (``model_path``, ``n_threads``,
+                     ``base_url``, ...)
+==================== ========================================================================
+
+``predict`` stores, per task, a prediction in the codegen layout, so the codegen metrics grade
+it unchanged: ``samples`` holds one sample whose ``code`` is the **final** code (the aligned
+try's, else the last try's; the prompt's stub when the last reply was unreadable, so it is
+graded as a failure, not skipped) and whose token and latency counts are the sums over the
+tries; ``selfalign`` summarises the loop (``aligned_at``, ``tries``, ``first_code``). Every try
+is in ``selfalign_tries.jsonl`` (:mod:`.store`), the model-written tests' sandbox results in
+``selfalign_units.jsonl``; the metrics read those, never the model.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from core.common.errors import ConfigError, suggest
+from core.common.progress import progress_bar
+from core.generation import create_generator, generator_parameters
+from core.generation.codegen_model import DECODING_KEYS, CodegenModel
+from core.generation.types import DecodingSettings
+from core.scenarios.selfalign.loop import (ControlResponder, GenerationFailed,
+                                           GeneratorResponder, LoopSettings, Responder,
+                                           run_task)
+from core.scenarios.selfalign.reply import FEEDBACK_CHOICES, GENERATE_CHOICES, TEST_STYLES
+from core.scenarios.selfalign.sandbox import SandboxInfraError, SandboxSettings, UnitRunner
+from core.scenarios.selfalign.store import TRIES_FILE, TryStore
+
+logger = logging.getLogger(__name__)
+
+UNITS_FILE = "selfalign_units.jsonl"
+CONTROLS = ("reference", "broken")
+LOOP_KEYS = ("max_tries", "generate", "feedback", "tests_per_task", "test_style")
+SANDBOX_KEYS = ("test_timeout", "min_isolation", "sandbox_workers")
+OWN_KEYS = ("generator", "structured", *LOOP_KEYS, *SANDBOX_KEYS)
+
+
+def _choice(params: Mapping[str, Any], name: str, choices: tuple[str, ...], default: str) -> str:
+    value = str(params.get(name, default))
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {value!r}",
+                          hint=suggest(value, list(choices)) or None)
+    return value
+
+
+def _positive_int(params: Mapping[str, Any], name: str, default: int) -> int:
+    value = params.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+class SelfAlignModel:
+    """Ianvs basemodel running the self-align loop over codegen records (module docstring)."""
+
+    def __init__(self, **hyperparameters: Any) -> None:
+        (self.generator_name, self.loop, self.structured, self.sandbox, self.decoding,
+         self.generator_params) = self._parse(hyperparameters)
+        self._responder: Responder | None = None
+        self._generator: Any = None
+
+    @classmethod
+    def check_hyperparameters(cls, hyperparameters: Mapping[str, Any]) -> None:
+        """Raise ConfigError/RegistryError if these hyperparameters cannot work (no model
+        is loaded): ``ianvs validate``."""
+        cls._parse(hyperparameters)
+
+    @staticmethod
+    def _parse(hp: Mapping[str, Any]) -> tuple[str, LoopSettings, str, SandboxSettings,
+                                                DecodingSettings, dict[str, Any]]:
+        params = dict(hp)
+        generator = str(params.get("generator", "embedded"))
+        loop = LoopSettings(
+            max_tries=_positive_int(params, "max_tries", 5),
+            generate=_choice(params, "generate", GENERATE_CHOICES, "both"),
+            feedback=_choice(params, "feedback", FEEDBACK_CHOICES, "failures"),
+            tests_per_task=_positive_int(params, "tests_per_task", 3),
+            test_style=_choice(params, "test_style", TEST_STYLES, "assert"))
+        structured = _choice(params, "structured", ("auto", "none"), "auto")
+        timeout = params.get("test_timeout", 3.0)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ConfigError(f"test_timeout must be a positive number of seconds, got {timeout!r}")
+        sandbox = SandboxSettings(
+            backend="local", timeout=float(timeout),
+            options={"min_isolation": str(params.get("min_isolation", "process")),
+                     "workers": _positive_int(params, "sandbox_workers", 2)})
+        rest = {k: v for k, v in params.items() if k not in OWN_KEYS}
+        rest.setdefault("max_tokens", 512)
+        if generator in CONTROLS:
+            extra = sorted(set(rest) - {"temperature", "top_p", "max_tokens", "seed"})
+            if extra:
+                raise ConfigError(f"hyperparameter {extra[0]!r} is not used by the {generator!r} "
+                                  "control", hint="give the control an algorithm of its own")
+            decoding = DecodingSettings.from_mapping(rest)
+            return generator, loop, structured, sandbox, decoding, {}
+        takes = generator_parameters(generator)  # RegistryError (with suggestions) if unknown
+        known = [*OWN_KEYS, *DECODING_KEYS, *takes.accepted]
+        unknown = sorted(set(rest) - set(known))
+        if unknown and not takes.takes_any:
+            raise ConfigError(f"hyperparameter {unknown[0]!r} is not used by the self-align model "
+                              f"nor by generator {generator!r}",
+                              hint=suggest(unknown[0], known) or f"known: {', '.join(known)}")
+        rest["generator"] = generator
+        rest["mode"] = "chat"
+        name, _mode, decoding, gen_params = CodegenModel._parse(rest)
+        if decoding.n != 1:
+            raise ConfigError("the self-align loop makes one sample per try: n must be 1")
+        return name, loop, structured, sandbox, decoding, gen_params
+
+    def _make_responder(self) -> Responder:
+        if self.generator_name in CONTROLS:
+            return ControlResponder(self.generator_name)
+        self._generator = create_generator(self.generator_name, **self.generator_params)
+        return GeneratorResponder(self._generator, self.decoding, self.structured)
+
+    def train(self, train_data: Any = None, **kwargs: Any) -> None:
+        """Nothing to train."""
+
+    def predict(self, data: Any, context: Any = None, **kwargs: Any) -> list[dict[str, Any]]:
+        """Run the loop on every pending record of ``context`` (module docstring)."""
+        if context is None:
+            raise ConfigError("SelfAlignModel.predict needs the framework's context",
+                              hint="run it through 'ianvs -f'")
+        records: list[dict[str, Any]] = list(context.records)
+        workspace = Path(context.workspace)
+        if self._responder is None:
+            self._responder = self._make_responder()
+        store = TryStore(workspace / TRIES_FILE)
+        results: list[dict[str, Any]] = []
+        failed = 0
+        with UnitRunner(self.sandbox, workspace / UNITS_FILE) as runner, \
+                progress_bar(total=len(records), desc=f"self-align ({self.generator_name})",
+                             unit="task", enabled=getattr(context, "show_progress", True)) as bar:
+            aligned = 0
+            for pos, record in enumerate(records):
+                try:
+                    outcome = run_task(record, self._responder, runner, store, self.loop)
+                except (GenerationFailed, SandboxInfraError) as exc:
+                    logger.warning("%s", exc)
+                    failed += 1
+                    results.append({"task_id": record["task_id"], "samples": [
+                        {"task_id": record["task_id"], "sample_index": 0, "raw_output": "",
+                         "code": "", "error": str(exc)}]})
+                    context.retry_later(pos)
+                    bar.update(1)
+                    continue
+                pred = self._prediction(record, outcome.tries)
+                aligned += outcome.aligned_at is not None
+                context.save(pos, pred)
+                results.append(pred)
+                bar.set_postfix_str(f"aligned {aligned}/{pos + 1 - failed}")
+                bar.update(1)
+        if getattr(context, "final", True):
+            self.close()
+        if failed:
+            logger.warning("%d task(s) stopped on a generation or sandbox failure; the next run "
+                           "continues them after their last stored try", failed)
+        return results
+
+    @staticmethod
+    def _prediction(record: Mapping[str, Any], tries: list[Any]) -> dict[str, Any]:
+        final = tries[-1]
+        code = final.code or str(record["prompt"])
+        sample = {"task_id": record["task_id"], "sample_index": 0,
+                  "raw_output": final.raw_output, "code": code,
+                  "prompt_tokens": sum(t.prompt_tokens or 0 for t in tries),
+                  "completion_tokens": sum(t.completion_tokens or 0 for t in tries),
+                  "latency_s": round(sum(t.latency_s for t in tries), 4), "error": None,
+                  "key": final.key}
+        aligned_at = next((t.try_ for t in tries if t.aligned), None)
+        return {"task_id": record["task_id"], "samples": [sample],
+                "selfalign": {"aligned_at": aligned_at, "tries": len(tries),
+                              "first_code": tries[0].code or str(record["prompt"])}}
+
+    def close(self) -> None:
+        if self._generator is not None:
+            self._generator.close()
+            self._generator = None
+        self._responder = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass

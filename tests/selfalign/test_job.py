@@ -1,0 +1,146 @@
+"""The self-align example job through the real ``ianvs`` entry point: gold controls, the
+embedded model, and resuming after ``kill -9``."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.runner.conftest import REPO, run_cli
+from tests.scenarios.conftest import BENCH, read_jsonl
+
+
+def _job(tmp_path: Path, generators: list[str] | None = None) -> Path:
+    root = tmp_path / "selfalign"
+    shutil.copytree(BENCH / "selfalign", root, ignore=shutil.ignore_patterns("workspace"))
+    if generators is not None:
+        alg = root / "testalgorithms" / "gen" / "gen_algorithm.yaml"
+        text = alg.read_text()
+        start = text.index("        - generator:")
+        end = text.index("        - max_tries:")
+        alg.write_text(text[:start] + "        - generator:\n            values: "
+                       + json.dumps(generators) + "\n" + text[end:])
+        job = root / "benchmarkingjob.yaml"   # without the plain embedded row
+        text = job.read_text()
+        start = text.index("      # plain code generation")
+        end = text.index("  rank:")
+        job.write_text(text[:start] + text[end:])
+    return root
+
+
+def _rows(root: Path) -> dict[str, dict[str, str]]:
+    """Rows by generator; the plain codegen row as ``plain:<generator>``."""
+    rows = csv.DictReader(open(next(root.glob("workspace/*/rank/all_rank.csv"))))
+    return {(r["basemodel-generator"] if r["algorithm"] == "selfalign"
+             else f"{r['algorithm']}:{r['basemodel-generator']}"): r for r in rows}
+
+
+def _check_gold(rows: dict[str, dict[str, str]], tasks: int) -> None:
+    ref, broken = rows["reference"], rows["broken"]
+    # reference: its own tests are the hidden tests; aligns at try 1 and scores 1.0
+    assert ref["align@1"] == ref["align_rate"] == ref["hidden_pass@1"] == "1.0"
+    assert ref["hidden_pass@1_first"] == ref["test_validity"] == ref["pass@1"] == "1.0"
+    assert ref["false_alignment"] == "0.0" and ref["tries_per_task"] == "1.0"
+    assert ref["hidden_pass@1_plus"] == "1.0" and ref["plus_tasks"] == str(tasks)
+    assert ref["invalid_tests"] == "0.0" and ref["parse_failures"] == "0"
+    assert ref["tasks"] == str(tasks) and ref["grading"] == "boundary"
+    # its tests are the hidden tests: every mutant they do not pass is killed by definition
+    assert ref["mutation_score"] == "1.0" and int(ref["mutants"]) > 0
+    # broken: never aligns, every try used, its (hidden) tests are valid on the reference
+    assert broken["align_rate"] == broken["hidden_pass@1"] == broken["pass@1"] == "0.0"
+    assert broken["hidden_pass@1_plus"] == "0.0"
+    assert broken["false_alignment"] in ("", "nan")   # no aligned task: undefined, not 0
+    assert broken["tries_per_task"] == "5.0" and broken["test_validity"] == "1.0"
+
+
+@pytest.mark.slow
+def test_gold_controls_through_ianvs(tmp_path: Path) -> None:
+    root = _job(tmp_path, ["reference", "broken"])
+    res = run_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", cwd=root,
+                  timeout=600)
+    assert res.returncode == 0, res.stderr[-4000:]
+    _check_gold(_rows(root), 4)
+    report = next(root.glob("workspace/*/report"))      # the curves against the try number
+    assert (report / "per_try.png").stat().st_size > 1000
+    assert "alt='per_try'" in (report / "index.html").read_text()
+    curves = [json.loads(p.read_text())
+              for p in root.glob("workspace/*/selfalign/*/selfalign_per_try.json")]
+    assert sorted(c["tries"] for c in curves) == [[1], [1, 2, 3, 4, 5]]
+    broken = next(c for c in curves if len(c["tries"]) == 5)
+    assert broken["align"] == [0.0] * 5 and broken["hidden_pass@1"] == [0.0] * 5
+    assert broken["false_alignment"] == [None] * 5     # nothing aligned: undefined
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_default_job_on_the_embedded_model(tmp_path: Path) -> None:
+    root = _job(tmp_path)
+    res = run_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", cwd=root,
+                  timeout=1700)
+    assert res.returncode == 0, res.stderr[-4000:]
+    rows = _rows(root)
+    _check_gold(rows, 4)
+    model = rows["embedded"]
+    assert model["tasks"] == "4" and model["unfinished"] == "0"
+    plain = rows["plain:embedded"]          # the same model without the loop, same tasks
+    assert 0.0 <= float(plain["pass@1"]) <= 1.0 and plain["tasks"] == "0"
+    for name in ("align@1", "align_rate", "hidden_pass@1", "hidden_pass@1_first",
+                 "test_validity", "invalid_tests"):
+        assert 0.0 <= float(model[name]) <= 1.0, name
+    assert float(model["align@1"]) <= float(model["align@2"]) <= float(model["align_rate"])
+    assert 1.0 <= float(model["tries_per_task"]) <= 5.0
+    assert float(model["tokens_per_task"]) > 0
+    assert int(model["false_aligned"]) <= int(model["aligned"])
+    tries = [json.loads(line) for f in root.glob("workspace/*/selfalign/*/selfalign_tries.jsonl")
+             for line in f.read_text().splitlines()]
+    mine = [t for t in tries if t["structured"] and t["completion_tokens"]]
+    assert mine, "the embedded model's tries are recorded with their tokens"
+    for t in mine:   # the constrained reply is always the schema's JSON unless cut by max_tokens
+        assert t["parse_error"] is None or t["finish_reason"] == "length", t
+        assert all(json.dumps(t["messages"]).count(h) == 0 for h in ("def check(candidate)",))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_kill_9_never_repeats_a_finished_try(tmp_path: Path) -> None:
+    root = _job(tmp_path, ["embedded"])
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-m", "core.cmd.benchmarking", "-f",
+                             str(root / "benchmarkingjob.yaml"), "--no-progress", "--no-report"],
+                            cwd=root, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 900
+    tries_file: Path | None = None
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            found = list(root.glob("workspace/*/selfalign/*/selfalign_tries.jsonl"))
+            if found and len(found[0].read_text().splitlines()) >= 2:
+                tries_file = found[0]
+                break
+            time.sleep(0.5)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert tries_file is not None, "no try was stored before the deadline"
+    before = tries_file.read_text().splitlines()
+    finished = [json.loads(line) for line in before if line.endswith("}")]
+    res = run_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", "--no-report",
+                  cwd=root, timeout=1700)
+    assert res.returncode == 0, res.stderr[-4000:]
+    after = [json.loads(line) for line in tries_file.read_text().splitlines()
+             if line.endswith("}")]
+    assert after[:len(finished)] == finished            # what was stored is kept as it was
+    seen = [(t["task_id"], t["try"]) for t in after]
+    assert len(seen) == len(set(seen)), "a finished try was made again"
+    assert _rows(root)["embedded"]["tasks"] == "4"
+    assert {t["task_id"] for t in after} == {r["task_id"] for r in read_jsonl(
+        root / "data" / "humaneval_default.jsonl")}

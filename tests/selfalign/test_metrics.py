@@ -1,0 +1,78 @@
+"""The selfalign metric from stored tries (no model): alignment, hidden pass@1, false
+alignment, validity, mutation score and cost, with every program graded in the sandbox."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from core.scenarios.selfalign.loop import LoopSettings, run_task
+from core.scenarios.selfalign.metrics import selfalign
+from core.scenarios.selfalign.mutants import make_mutants
+from core.scenarios.selfalign.sandbox import SandboxSettings, UnitRunner
+from core.scenarios.selfalign.store import TRIES_FILE, TryStore
+from core.testcasecontroller.metrics.calling import MetricContext
+from tests.selfalign.test_loop import GOOD, TASK, WRONG, _replay
+
+SANDBOX = {"backend": "local", "timeout": 3, "memory_mb": 1024, "min_isolation": "process"}
+#: a second task whose code is wrong yet passes its own (wrong) test: false alignment
+TWICE = {"task_id": "toy/twice", "entry_point": "twice",
+         "prompt": "def twice(x: int) -> int:\n    \"\"\"x times two\"\"\"\n",
+         "canonical_solution": "    return x * 2\n",
+         "test": "def check(candidate):\n    assert candidate(3) == 6\n    assert candidate(0) == 0\n"}
+
+
+def test_mutants_are_deterministic_and_change_the_function() -> None:
+    module = TASK["prompt"] + TASK["canonical_solution"]
+    first = make_mutants(module, "inc", 10)
+    assert [m.operator for m in first] == ["RET", "AOR", "CRP"]   # ast.walk order
+    assert [m.code for m in first] == [m.code for m in make_mutants(module, "inc", 10)]
+    assert "return None" in first[0].code
+    assert "return x - 1" in first[1].code and "return x + 2" in first[2].code
+    assert make_mutants(module, "missing", 10) == [] and make_mutants("def (", "inc", 3) == []
+    assert len(make_mutants(module, "inc", 2)) == 2
+
+
+@pytest.mark.slow
+def test_metric_row_from_stored_tries(tmp_path: Path) -> None:
+    replies = {
+        # inc: wrong at try 1, right at try 2 (aligned, hidden pass); weak tests
+        "toy/inc": [{"code": WRONG, "tests": ["assert inc(1) == 2", "assert inc(2) > 1"]},
+                    {"code": GOOD, "tests": ["assert inc(1) > 0", "assert inc(2) > 1"]}],
+        # twice: x + x + 1 with a test that agrees with it: aligned, hidden fail
+        "toy/twice": [{"code": "def twice(x):\n    return x + x + 1\n",
+                       "tests": ["assert twice(1) == 3", "import os\nassert twice(0) == 1"]},
+                      {"code": "def twice(x):\n    return x + x + 1\n",
+                       "tests": ["assert twice(1) == 3", "assert twice(2) == 5"]}],
+    }
+    responder = _replay(tmp_path, replies)
+    store = TryStore(tmp_path / TRIES_FILE)
+    with UnitRunner(SandboxSettings(options={"min_isolation": "process"})) as runner:
+        for record in (TASK, TWICE):
+            run_task(record, responder, runner, store, LoopSettings(max_tries=3, tests_per_task=2,
+                                                                   test_style="free"))
+    records = [TASK, TWICE]
+    context = MetricContext(records=lambda: iter(records), workspace=tmp_path, sandbox=SANDBOX,
+                            show_progress=False)
+    row = selfalign(None, [{}, {}], context, k=[1, 2])
+    assert row["tasks"] == 2 and row["tries"] == 4 and row["tries_per_task"] == 2.0
+    assert row["align@1"] == 0.0 and row["align@2"] == row["align_rate"] == 1.0
+    assert row["hidden_pass@1"] == 0.5 and row["hidden_pass@1_first"] == 0.0
+    assert row["false_aligned"] == 1 and row["false_alignment"] == 0.5
+    # final tests on the reference: inc's 2 hold; twice's expect 3 and 5 from 2 and 4: invalid
+    assert row["test_validity"] == 0.5
+    assert row["invalid_tests"] == 0.125           # 1 of 8 graded units (import os)
+    assert row["parse_failures"] == 0
+    # inc: None killed (TypeError), x - 1 killed (inc(1) = 0), x + 2 survives 'inc(1) > 0';
+    # twice: None, x + 2 (twice(2) = 4 != 5) and x * 3 (twice(2) = 6) are all killed
+    assert (row["mutants"], row["equivalent_mutants"]) == (6, 0)
+    assert row["mutation_score"] == 0.8333
+    assert row["tokens_per_task"] == 0.0 and math.isnan(row["tokens_per_aligned"]) is False
+    curves = json.loads((tmp_path / "selfalign_per_try.json").read_text())
+    assert curves["align"] == [0.0, 1.0] and curves["hidden_pass@1"] == [0.0, 0.5]
+    assert curves["false_alignment"][1] == 0.5
+    assert (tmp_path / "selfalign_per_try.png").stat().st_size > 1000
+    again = selfalign(None, [{}, {}], context, k=[1, 2])   # a re-score: same row, from caches
+    assert again == row
