@@ -2,6 +2,8 @@
 
 * ``ianvs dataset comments --from <dir|sdist> -o out.jsonl``: comment records from a codebase;
 * ``ianvs dataset issues --from <export.json|faq dir|sdist> -o out.jsonl``: issue records;
+* ``ianvs dataset trajectories --repo <git dir|bundle> -o steps.jsonl``: history steps;
+* ``ianvs dataset commit-messages --steps steps.jsonl -o tasks.jsonl``: commit-message tasks;
 * ``ianvs judge export -f job.yaml -o sheet/``: a finished run's answers as a rating sheet;
 * ``ianvs judge import -f job.yaml sheet/ratings.csv``: human ratings back into the run.
 """
@@ -13,7 +15,11 @@ from typing import Any
 
 
 def add_dataset_parsers(sub: Any) -> None:
-    """The ``comments`` and ``issues`` subcommands of ``ianvs dataset``."""
+    """The ``comments``, ``issues``, ``trajectories`` and ``commit-messages`` subcommands of
+    ``ianvs dataset``."""
+    from core.scenarios.commit_message.builder import add_arguments as add_commit_arguments
+    from core.scenarios.trajectories.cli import add_arguments as add_trajectory_arguments
+
     com = sub.add_parser("comments", help="comment records from a documented Python codebase")
     com.add_argument("--from", dest="source", required=True, type=Path,
                      help="a folder or a source archive (sdist) of Python files")
@@ -30,6 +36,10 @@ def add_dataset_parsers(sub: Any) -> None:
     iss.add_argument("--limit", type=int, help="keep at most N records (evenly spaced)")
     iss.add_argument("--license", default="unknown", help="licence of the texts (recorded)")
     iss.add_argument("--source-name", default="", help="name recorded in ids and provenance")
+    traj = sub.add_parser("trajectories", help="one record per step of a repository's git history")
+    add_trajectory_arguments(traj)
+    com_msg = sub.add_parser("commit-messages", help="commit-message tasks from trajectory steps")
+    add_commit_arguments(com_msg)
 
 
 def run_dataset(args: argparse.Namespace) -> int | None:
@@ -37,6 +47,14 @@ def run_dataset(args: argparse.Namespace) -> int | None:
     from core.scenarios.comment.builder import (CommentBuildOptions, build_comment_records,
                                                 write_records)
 
+    if args.kind == "trajectories":
+        from core.scenarios.trajectories.cli import run as run_trajectories
+
+        return run_trajectories(args)
+    if args.kind == "commit-messages":
+        from core.scenarios.commit_message.builder import run as run_commit_messages
+
+        return run_commit_messages(args)
     if args.kind == "comments":
         records = build_comment_records(args.source, CommentBuildOptions(
             args.source_name, args.license, args.limit, args.min_lines, args.max_lines))
