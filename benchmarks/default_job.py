@@ -1,7 +1,7 @@
 """Wall time, CPU and model speed of a shipped default job, exactly as the README runs it.
 
 Copies an example job (``--job codegen``: the README's first command; ``comment``, ``issue``,
-``repo``) into a fresh folder (so nothing is cached but the model file and, for ``repo``, the
+``repo``, ``commit_message``) into a fresh folder (so nothing is cached but the model file and, for ``repo``, the
 repositories' environments), optionally points its ``test_index`` at another file of the
 example's ``data/`` (``--data humaneval.jsonl``: the full HumanEval set), and runs
 ``ianvs -f benchmarkingjob.yaml --no-progress`` on it, ``--hogs`` busy-looping processes beside
@@ -44,15 +44,18 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from _provenance import Provenance  # noqa: E402
 
 BENCH = REPO / "examples" / "smart_coding" / "smart_coding_learning_bench"
-JOBS = ("codegen", "comment", "issue", "repo")
+JOBS = ("codegen", "comment", "issue", "repo", "commit_message")
 #: The leaderboard columns shown per job (besides generator, latency_s, tokens_per_s).
 COLUMNS = {
     "codegen": ("pass@1", "passed", "failed", "error", "syntax_error", "timeout"),
     "comment": ("code_preserved", "code_altered", "line_coverage", "chrf", "bleu", "rouge_l"),
     "issue": ("chrf", "bleu", "rouge_l", "embedding_sim", "judge_score"),
+    "commit_message": ("chrf", "bleu", "rouge_l", "subject_chrf", "chrf[before 2024-06-01]",
+                       "chrf[from 2024-06-01]", "judge_score", "judge_parse_failures"),
     "repo": ("pass@1", "f2p_share", "passed", "failed", "syntax_error"),
 }
-MAIN = {"codegen": "pass@1", "comment": "line_coverage", "issue": "rouge_l", "repo": "pass@1"}
+MAIN = {"codegen": "pass@1", "comment": "line_coverage", "issue": "rouge_l", "repo": "pass@1",
+        "commit_message": "rouge_l"}
 LOADED = re.compile(r"embedded model .* loaded in ([\d.]+)s \((\d+) threads")
 
 

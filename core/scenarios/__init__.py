@@ -7,6 +7,8 @@ codegen   :mod:`core.scenarios.codegen`              completes a function; unit 
 comment   :mod:`core.scenarios.comment`              comments a function without changing it
 issue     :mod:`core.scenarios.issue`                answers a developer's issue
 repo      :mod:`core.scenarios.repo`                 writes a function inside a real repository
+commit_   :mod:`core.scenarios.commit_message`       writes a commit's message from its diff
+message
 ========= ========================================== =========================================
 
 Kinds live in the one registry (:class:`~core.common.class_factory.ClassFactory`, group
@@ -28,6 +30,7 @@ BUILTIN_KINDS: dict[str, str] = {
     "comment": "core.scenarios.comment:CommentKind",
     "issue": "core.scenarios.issue:IssueKind",
     "repo": "core.scenarios.repo.kind:RepoKind",
+    "commit_message": "core.scenarios.commit_message:CommitMessageKind",
 }
 
 for _alias, _target in BUILTIN_KINDS.items():
