@@ -13,7 +13,7 @@ judge's call times (jobs with a judge), then a provenance line (:mod:`_provenanc
 
 ``cpu_s`` is the CPU time of ``ianvs`` and every descendant it waited for (generation,
 sandboxes). ``gold_ok``: the gold controls scored as they must (``canonical``/``reference`` 1.0
-on the job's main metric, ``broken`` 0.0; on ``issue``, whose unrelated text shares some words
+on the job's main metric, ``broken`` 0.0; on ``issue`` and ``commit_message``, whose unrelated text shares some words
 with any answer, below 1.0). ``--leaderboard FILE`` also writes the run's
 ``ianvs leaderboard`` board to FILE, followed by its provenance note
 (``docs/leaderboards/codegen-default.md`` is made so).
@@ -134,7 +134,7 @@ def gold_ok(job: str, table: list[dict[str, str]]) -> bool:
         if generator in ("canonical", "reference"):
             ok &= value == 1.0
         elif generator == "broken":  # unrelated text still shares letters with an answer
-            ok &= value < 1.0 if job == "issue" else value == 0.0
+            ok &= value < 1.0 if job in ("issue", "commit_message") else value == 0.0
     return ok
 
 

@@ -4,6 +4,8 @@
 * ``ianvs dataset issues --from <export.json|faq dir|sdist> -o out.jsonl``: issue records;
 * ``ianvs dataset trajectories --repo <git dir|bundle> -o steps.jsonl``: history steps;
 * ``ianvs dataset commit-messages --steps steps.jsonl -o tasks.jsonl``: commit-message tasks;
+* ``ianvs dataset implement-change --steps steps.jsonl --repo <bundle> -o tasks.jsonl``:
+  implement-the-change tasks, validated by running the commit's tests;
 * ``ianvs judge export -f job.yaml -o sheet/``: a finished run's answers as a rating sheet;
 * ``ianvs judge import -f job.yaml sheet/ratings.csv``: human ratings back into the run.
 """
@@ -15,9 +17,10 @@ from typing import Any
 
 
 def add_dataset_parsers(sub: Any) -> None:
-    """The ``comments``, ``issues``, ``trajectories`` and ``commit-messages`` subcommands of
-    ``ianvs dataset``."""
+    """The ``comments``, ``issues``, ``trajectories``, ``commit-messages`` and
+    ``implement-change`` subcommands of ``ianvs dataset``."""
     from core.scenarios.commit_message.builder import add_arguments as add_commit_arguments
+    from core.scenarios.implement_change.builder import add_arguments as add_implement_arguments
     from core.scenarios.trajectories.cli import add_arguments as add_trajectory_arguments
 
     com = sub.add_parser("comments", help="comment records from a documented Python codebase")
@@ -40,6 +43,8 @@ def add_dataset_parsers(sub: Any) -> None:
     add_trajectory_arguments(traj)
     com_msg = sub.add_parser("commit-messages", help="commit-message tasks from trajectory steps")
     add_commit_arguments(com_msg)
+    impl = sub.add_parser("implement-change", help="implement-the-change tasks from trajectory steps")
+    add_implement_arguments(impl)
 
 
 def run_dataset(args: argparse.Namespace) -> int | None:
@@ -55,6 +60,10 @@ def run_dataset(args: argparse.Namespace) -> int | None:
         from core.scenarios.commit_message.builder import run as run_commit_messages
 
         return run_commit_messages(args)
+    if args.kind == "implement-change":
+        from core.scenarios.implement_change.builder import run as run_implement
+
+        return run_implement(args)
     if args.kind == "comments":
         records = build_comment_records(args.source, CommentBuildOptions(
             args.source_name, args.license, args.limit, args.min_lines, args.max_lines))

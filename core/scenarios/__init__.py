@@ -9,6 +9,8 @@ issue     :mod:`core.scenarios.issue`                answers a developer's issue
 repo      :mod:`core.scenarios.repo`                 writes a function inside a real repository
 commit_   :mod:`core.scenarios.commit_message`       writes a commit's message from its diff
 message
+implement :mod:`core.scenarios.implement_change`     makes a commit's change from its message;
+_change                                              the tests the commit changed decide
 ========= ========================================== =========================================
 
 Kinds live in the one registry (:class:`~core.common.class_factory.ClassFactory`, group
@@ -31,6 +33,7 @@ BUILTIN_KINDS: dict[str, str] = {
     "issue": "core.scenarios.issue:IssueKind",
     "repo": "core.scenarios.repo.kind:RepoKind",
     "commit_message": "core.scenarios.commit_message:CommitMessageKind",
+    "implement_change": "core.scenarios.implement_change:ImplementChangeKind",
 }
 
 for _alias, _target in BUILTIN_KINDS.items():
