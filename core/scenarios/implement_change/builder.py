@@ -15,8 +15,9 @@ repo kind's :func:`~core.scenarios.repo.env.ensure_env` creates and caches it).
    directly (the repository's own code; trusted) with the repo kind's test runner. Tests that
    pass at the commit and do not pass at the parent are FAIL_TO_PASS; up to ``--p2p`` tests
    that pass in both are a PASS_TO_PASS sample. A candidate is kept when FAIL_TO_PASS is not
-   empty (``no_fail_to_pass`` otherwise; ``fails_at_commit`` when no touched test passes at the
-   commit, typically a commit older than the pinned environment).
+   empty (``no_fail_to_pass`` otherwise; ``no_pass_at_commit`` when no touched test passes at
+   the commit: it fails, errors or is skipped in the pinned environment -- code older than the
+   pins, or tests of an optional dependency the environment lacks).
 3. **Output.** One task record per kept candidate (docs/proposals/scenarios/smart_coding/
    trajectories.md), and per task its root as a deterministic ``.tar.gz`` in ``--sources-dir``
    (the job reads it: ``repo.source``; checked against ``repo.content_hash``). The report
@@ -56,7 +57,7 @@ LOG = logging.getLogger(__name__)
 
 STEP_REASONS = ("merge", "outside_window", "diff_truncated", "no_tests_touched", "no_code_change",
                 "change_too_large", "context_too_large")
-VALIDATION_REASONS = ("fails_at_commit", "no_fail_to_pass", "kept")
+VALIDATION_REASONS = ("no_pass_at_commit", "no_fail_to_pass", "kept")
 
 
 @dataclass
@@ -237,12 +238,12 @@ def _validate(step: dict[str, Any], repo: GitRepo, env: Any, opts: ImplementOpti
                 dst.unlink(missing_ok=True)
         runnable = [p for p in test_files if (at_commit / p).is_file()]
         if not runnable:
-            return "fails_at_commit", None
+            return "no_pass_at_commit", None
         after = run_tests(env.python, at_commit, runnable, opts.timeout)
         before = run_tests(env.python, task_root, runnable, opts.timeout)
         good = _passed(after)
         if not good:
-            return "fails_at_commit", None
+            return "no_pass_at_commit", None
         f2p = sorted(good - _passed(before))
         if not f2p:
             return "no_fail_to_pass", None

@@ -10,7 +10,9 @@ Modules:
 * :mod:`.builder`   -- ``ianvs dataset trajectories``: resumable, repeatable step records.
 * :mod:`.cli`       -- its arguments.
 
+* :mod:`.periods`   -- commit dates: the periods metrics are split by, windows.
+
 The task kinds built from these records live in their own homes:
-:mod:`core.scenarios.commit_message` (and, see docs/proposals/scenarios/smart_coding/
-trajectories.md, the kinds not built yet).
+:mod:`core.scenarios.commit_message` and :mod:`core.scenarios.implement_change`
+(docs/proposals/scenarios/smart_coding/trajectories.md).
 """

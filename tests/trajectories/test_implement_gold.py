@@ -1,0 +1,48 @@
+"""Gold controls of the shipped implement-change tasks, in the sandbox (slow): the developer's
+real change passes every task's tests (1.0), the parent left unchanged fails them (0.0)."""
+from __future__ import annotations
+
+import pytest
+
+from core.scenarios import get_kind
+from core.scenarios.implement_change.scoring import grade
+from core.scenarios.repo.env import ensure_env
+from core.scenarios.repo.execute import Sample, default_views_dir, run_samples
+from core.scenarios.repo.scoring import source_root
+from tests.scenarios.conftest import BENCH
+
+DATA = BENCH / "implement_change" / "data"
+SOURCES = DATA / "implement_change-sources"
+
+
+def _tasks() -> list[dict]:
+    kind = get_kind("implement_change")
+    return list(kind.read(DATA / "implement_change.jsonl"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_real_change_scores_1_and_parent_unchanged_0() -> None:
+    tasks = _tasks()
+    assert tasks, "the shipped set is empty"
+    kind = get_kind("implement_change")
+    graded = grade([(f"{t['id']}#ref", t, kind.reference(t)) for t in tasks], SOURCES)
+    for task in tasks:
+        res, form = graded[f"{task['id']}#ref"]
+        assert form == "files" and res.outcome == "passed", (task["id"], res.outcome, res.detail[-800:])
+        assert all(res.tests.get(t) == "passed" for t in task["tests"]["fail_to_pass"])
+    for task in tasks:   # the parent as it is, tests run (not short-cut as no_change)
+        root = source_root(SOURCES / task["repo"]["source"], task["repo"]["content_hash"])
+        env = ensure_env(task["env"]["requirements"])
+        (res,) = list(run_samples([Sample(f"{task['id']}#parent", task, None, edits={})], root, env,
+                                  default_views_dir(), workers=1, timeout=300))
+        assert res.outcome != "passed", task["id"]
+        assert not any(res.tests.get(t) == "passed" for t in task["tests"]["fail_to_pass"]), task["id"]
+
+
+def test_shipped_set_validates_and_has_provenance() -> None:
+    tasks = _tasks()
+    for task in tasks:
+        assert (SOURCES / task["repo"]["source"]).is_file()
+        assert task["tests"]["fail_to_pass"] and task["repo"]["licence"] == "MIT"
+    assert (DATA / "implement_change.jsonl.build.json").is_file()
