@@ -1,7 +1,7 @@
 """Wall time, CPU and model speed of a shipped default job, exactly as the README runs it.
 
 Copies an example job (``--job codegen``: the README's first command; ``comment``, ``issue``,
-``repo``, ``commit_message``) into a fresh folder (so nothing is cached but the model file and, for ``repo``, the
+``repo``, ``commit_message``, ``implement_change``, ``revise``) into a fresh folder (so nothing is cached but the model file and, for ``repo``, the
 repositories' environments), optionally points its ``test_index`` at another file of the
 example's ``data/`` (``--data humaneval.jsonl``: the full HumanEval set), and runs
 ``ianvs -f benchmarkingjob.yaml --no-progress`` on it, ``--hogs`` busy-looping processes beside
@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from _provenance import Provenance  # noqa: E402
 
 BENCH = REPO / "examples" / "smart_coding" / "smart_coding_learning_bench"
-JOBS = ("codegen", "comment", "issue", "repo", "commit_message")
+JOBS = ("codegen", "comment", "issue", "repo", "commit_message", "implement_change", "revise")
 #: The leaderboard columns shown per job (besides generator, latency_s, tokens_per_s).
 COLUMNS = {
     "codegen": ("pass@1", "passed", "failed", "error", "syntax_error", "timeout"),
@@ -52,10 +52,14 @@ COLUMNS = {
     "issue": ("chrf", "bleu", "rouge_l", "embedding_sim", "judge_score"),
     "commit_message": ("chrf", "bleu", "rouge_l", "subject_chrf", "chrf[before 2024-06-01]",
                        "chrf[from 2024-06-01]", "judge_score", "judge_parse_failures"),
+    "implement_change": ("pass@1", "f2p_share", "passed", "failed", "error", "malformed_diff",
+                         "diff_does_not_apply", "no_change", "bad_path", "form_files", "form_diff"),
+    "revise": ("edit_chrf", "exact_match", "edit_chrf[before 2024-06-01]", "edit_chrf[from 2024-06-01]",
+               "malformed_diff", "diff_does_not_apply", "no_change", "form_files", "form_diff"),
     "repo": ("pass@1", "f2p_share", "passed", "failed", "syntax_error"),
 }
 MAIN = {"codegen": "pass@1", "comment": "line_coverage", "issue": "rouge_l", "repo": "pass@1",
-        "commit_message": "rouge_l"}
+        "commit_message": "rouge_l", "implement_change": "pass@1", "revise": "exact_match"}
 LOADED = re.compile(r"embedded model .* loaded in ([\d.]+)s \((\d+) threads")
 
 

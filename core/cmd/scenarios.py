@@ -6,6 +6,8 @@
 * ``ianvs dataset commit-messages --steps steps.jsonl -o tasks.jsonl``: commit-message tasks;
 * ``ianvs dataset implement-change --steps steps.jsonl --repo <bundle> -o tasks.jsonl``:
   implement-the-change tasks, validated by running the commit's tests;
+* ``ianvs dataset revise --steps steps.jsonl --repo <bundle> -o tasks.jsonl``: revise-after-
+  feedback tasks from multi-commit pull requests;
 * ``ianvs judge export -f job.yaml -o sheet/``: a finished run's answers as a rating sheet;
 * ``ianvs judge import -f job.yaml sheet/ratings.csv``: human ratings back into the run.
 """
@@ -17,10 +19,11 @@ from typing import Any
 
 
 def add_dataset_parsers(sub: Any) -> None:
-    """The ``comments``, ``issues``, ``trajectories``, ``commit-messages`` and
-    ``implement-change`` subcommands of ``ianvs dataset``."""
+    """The ``comments``, ``issues``, ``trajectories``, ``commit-messages``,
+    ``implement-change`` and ``revise`` subcommands of ``ianvs dataset``."""
     from core.scenarios.commit_message.builder import add_arguments as add_commit_arguments
     from core.scenarios.implement_change.builder import add_arguments as add_implement_arguments
+    from core.scenarios.revise.builder import add_arguments as add_revise_arguments
     from core.scenarios.trajectories.cli import add_arguments as add_trajectory_arguments
 
     com = sub.add_parser("comments", help="comment records from a documented Python codebase")
@@ -45,6 +48,8 @@ def add_dataset_parsers(sub: Any) -> None:
     add_commit_arguments(com_msg)
     impl = sub.add_parser("implement-change", help="implement-the-change tasks from trajectory steps")
     add_implement_arguments(impl)
+    rev = sub.add_parser("revise", help="revise-after-feedback tasks from pull requests' steps")
+    add_revise_arguments(rev)
 
 
 def run_dataset(args: argparse.Namespace) -> int | None:
@@ -64,6 +69,10 @@ def run_dataset(args: argparse.Namespace) -> int | None:
         from core.scenarios.implement_change.builder import run as run_implement
 
         return run_implement(args)
+    if args.kind == "revise":
+        from core.scenarios.revise.builder import run as run_revise
+
+        return run_revise(args)
     if args.kind == "comments":
         records = build_comment_records(args.source, CommentBuildOptions(
             args.source_name, args.license, args.limit, args.min_lines, args.max_lines))

@@ -11,6 +11,7 @@ commit_   :mod:`core.scenarios.commit_message`       writes a commit's message f
 message
 implement :mod:`core.scenarios.implement_change`     makes a commit's change from its message;
 _change                                              the tests the commit changed decide
+revise    :mod:`core.scenarios.revise`               revises a pull request's code after feedback
 ========= ========================================== =========================================
 
 Kinds live in the one registry (:class:`~core.common.class_factory.ClassFactory`, group
@@ -34,6 +35,7 @@ BUILTIN_KINDS: dict[str, str] = {
     "repo": "core.scenarios.repo.kind:RepoKind",
     "commit_message": "core.scenarios.commit_message:CommitMessageKind",
     "implement_change": "core.scenarios.implement_change:ImplementChangeKind",
+    "revise": "core.scenarios.revise:ReviseKind",
 }
 
 for _alias, _target in BUILTIN_KINDS.items():

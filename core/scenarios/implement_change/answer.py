@@ -32,7 +32,7 @@ from core.generation.extract import fenced_blocks
 __all__ = ["ParsedChange", "parse_change", "FAILURE_KINDS"]
 
 FAILURE_KINDS = ("malformed_diff", "diff_does_not_apply", "no_change", "bad_path")
-_FILE_LINE = re.compile(r"^\s*(?:#+\s*|\*\*)?(?:file(?:name)?\s*:\s*)?`?(?P<path>[\w./-]+\.[A-Za-z0-9]+)`?\**\s*:?\s*$",
+_FILE_LINE = re.compile(r"^\s*(?:#+\s*|\*\*)?(?:file(?:name)?\s*:\s*)?`?(?P<path>[\w./][\w./-]*)`?\**\s*:?\s*$",
                         re.IGNORECASE)
 _FENCE = re.compile(r"^```[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)(?:^```[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 _DIFF_HEADER = re.compile(r"^(?:diff --git |--- (?:a/)?\S)", re.MULTILINE)
@@ -72,7 +72,7 @@ def _whole_files(reply: str) -> list[tuple[str, str]]:
         if not path or "." not in path.rsplit("/", 1)[-1]:
             before = reply[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
             m = _FILE_LINE.match(before)
-            path = m.group("path") if m else ""
+            path = m.group("path") if m and ("." in m.group("path") or "/" in m.group("path")) else ""
         lang = info[0].lower() if info else ""
         if path and lang not in ("diff", "patch"):
             found.append((path.removeprefix("./"), match.group("body")))
