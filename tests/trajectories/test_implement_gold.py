@@ -2,6 +2,8 @@
 real change passes every task's tests (1.0), the parent left unchanged fails them (0.0)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core.scenarios import get_kind
@@ -16,8 +18,11 @@ SOURCES = DATA / "implement_change-sources"
 
 
 def _tasks() -> list[dict]:
+    """Every task of every shipped set (``*_implement_change.jsonl``)."""
     kind = get_kind("implement_change")
-    return list(kind.read(DATA / "implement_change.jsonl"))
+    files = sorted(DATA.glob("*_implement_change.jsonl"))
+    assert files, f"no shipped sets in {DATA}"
+    return [t for f in files for t in kind.read(f)]
 
 
 @pytest.mark.slow
@@ -44,5 +49,9 @@ def test_shipped_set_validates_and_has_provenance() -> None:
     tasks = _tasks()
     for task in tasks:
         assert (SOURCES / task["repo"]["source"]).is_file()
-        assert task["tests"]["fail_to_pass"] and task["repo"]["licence"] == "MIT"
-    assert (DATA / "implement_change.jsonl.build.json").is_file()
+        assert task["tests"]["fail_to_pass"] and task["repo"]["licence"] in ("MIT", "BSD-3-Clause")
+    for path in DATA.glob("*_implement_change.jsonl"):
+        report = json.loads(path.with_name(path.name + ".build.json").read_text())
+        assert report["tasks"] == len(path.read_text().splitlines())
+    subset = list(get_kind("implement_change").read(DATA / "implement_change_subset.jsonl"))
+    assert {t["id"] for t in subset} <= {t["id"] for t in tasks}
