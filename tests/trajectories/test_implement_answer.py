@@ -72,3 +72,11 @@ def test_failure_kinds(root: Path, tmp_path: Path) -> None:
 def test_new_file_in_new_folder(root: Path) -> None:
     parsed = parse_change(whole_files_reply({"pkg/sub/new.py": "X = 1\n"}), root, [])
     assert parsed.edits == {"pkg/sub/new.py": "X = 1\n"}
+
+
+def test_single_unnamed_block_is_the_tasks_one_file(root: Path) -> None:
+    reply = f"Here is the change:\n```python\n{NEW}```\n"
+    assert parse_change(reply, root, []).failure == "no_change"                 # no file named
+    assert parse_change(reply, root, [], default_path="pkg/calc.py").edits == {"pkg/calc.py": NEW}
+    two = reply + "and a helper:\n```python\nX = 1\n```\n"
+    assert parse_change(two, root, [], default_path="pkg/calc.py").failure == "no_change"

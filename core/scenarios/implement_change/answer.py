@@ -5,6 +5,7 @@ Accepted replies:
 * **Whole files**: one fenced block per file, the file's path on the line before the block as
   ``FILE: <path>`` (also ``File: ...``, ``### <path>``, ``` `path` ```) or in the fence's info
   string (```` ```python eli5/base.py ````). Each block is the file's complete new content.
+  When the task changes exactly one file, a reply with a single unnamed block is that file.
 * **A unified diff**: a fenced ``diff``/``patch`` block, or a reply whose text has ``--- `` /
   ``+++ `` file headers. It is applied with ``git apply`` (``--recount``: hunk line counts need
   not be exact) to a scratch copy of the files it names, outside the repository and the sandbox;
@@ -64,8 +65,9 @@ def _safe(path: str, root: Path, tests: set[str]) -> str | None:
     return None
 
 
-def _whole_files(reply: str) -> list[tuple[str, str]]:
+def _whole_files(reply: str, default_path: str | None = None) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
+    unnamed: list[str] = []
     for match in _FENCE.finditer(reply):
         info = match.group("info").strip().split()
         path = next((w for w in info if "/" in w or w.endswith(".py")), "")
@@ -74,8 +76,14 @@ def _whole_files(reply: str) -> list[tuple[str, str]]:
             m = _FILE_LINE.match(before)
             path = m.group("path") if m and ("." in m.group("path") or "/" in m.group("path")) else ""
         lang = info[0].lower() if info else ""
-        if path and lang not in ("diff", "patch"):
+        if lang in ("diff", "patch"):
+            continue
+        if path:
             found.append((path.removeprefix("./"), match.group("body")))
+        else:
+            unnamed.append(match.group("body"))
+    if not found and len(unnamed) == 1 and default_path and not _DIFF_HEADER.search(unnamed[0]):
+        found.append((default_path, unnamed[0]))
     return found
 
 
@@ -128,12 +136,13 @@ def _apply(diff: str, root: Path, tests: set[str]) -> ParsedChange:
         return ParsedChange("diff", edits=edits)
 
 
-def parse_change(reply: str, root: Path, tests: list[str]) -> ParsedChange:
+def parse_change(reply: str, root: Path, tests: list[str], default_path: str | None = None) -> ParsedChange:
     """The edits a reply makes to the tree at ``root`` (module docstring). Whole-file blocks win
-    when the reply has both forms. Edits equal to the current file are dropped; nothing left
-    is ``no_change``."""
+    when the reply has both forms. ``default_path``: the one file a task changes, if it changes
+    exactly one; a reply whose only code block names no path is taken as that file. Edits equal
+    to the current file are dropped; nothing left is ``no_change``."""
     test_set = set(tests)
-    files = _whole_files(reply)
+    files = _whole_files(reply, default_path)
     if files:
         parsed = ParsedChange("files", edits={})
         for path, text in files:

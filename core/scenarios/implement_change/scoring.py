@@ -54,7 +54,7 @@ LOG = logging.getLogger(__name__)
 
 EXECUTIONS_FILE = "implement_executions.jsonl"
 #: bumped whenever how a sample is graded changes (a resumed run never reuses older verdicts)
-GRADING_VERSION = 1
+GRADING_VERSION = 2  # 2: a single unnamed block is the task's one file
 _FIELDS = tuple(SampleResult.__dataclass_fields__)
 
 
@@ -79,7 +79,8 @@ def grade(samples: list[tuple[str, dict[str, Any], str]], sources_dir: Path, wor
         runnable: list[Sample] = []
         forms: dict[str, str] = {}
         for sample_id, rec, reply in items:
-            parsed = parse_change(reply, root, list(rec.get("test_files") or []))
+            only = rec["files"][0] if len(rec["files"]) == 1 else None
+            parsed = parse_change(reply, root, list(rec.get("test_files") or []), default_path=only)
             if parsed.failure:
                 out[sample_id] = (SampleResult(sample_id, rec["id"], parsed.failure, {}, parsed.detail, 0.0),
                                   parsed.form)

@@ -56,7 +56,8 @@ def score_revision(reply: str, record: Mapping[str, Any]) -> dict[str, Any]:
         for path, text in files.items():
             (root / path).parent.mkdir(parents=True, exist_ok=True)
             (root / path).write_text(text, encoding="utf-8")
-        parsed = parse_change(reply, root, [])
+        only = next(iter(files)) if len(files) == 1 else None
+        parsed = parse_change(reply, root, [], default_path=only)
     if parsed.failure:
         return {"failure": parsed.failure, "form": parsed.form, "edit_chrf": 0.0, "exact_match": 0.0}
     result = {**files, **parsed.edits}
