@@ -13,6 +13,7 @@ Modules:
 * :mod:`.periods`   -- commit dates: the periods metrics are split by, windows.
 
 The task kinds built from these records live in their own homes:
-:mod:`core.scenarios.commit_message` and :mod:`core.scenarios.implement_change`
+:mod:`core.scenarios.commit_message`, :mod:`core.scenarios.implement_change` and
+:mod:`core.scenarios.revise`
 (docs/proposals/scenarios/smart_coding/trajectories.md).
 """
