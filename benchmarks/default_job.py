@@ -1,8 +1,9 @@
 """Wall time, CPU and model speed of a shipped default job, exactly as the README runs it.
 
 Copies an example job (``--job codegen``: the README's first command; ``comment``, ``issue``,
-``repo``, ``selfalign``: also prints the model's calls per try; ``cloudedge``: both code models
-and every router) into a fresh folder (so nothing is cached but the model file and, for ``repo``, the
+``repo``, ``commit_message``, ``implement_change``, ``revise``, ``selfalign``: also prints the
+model's calls per try; ``cloudedge``: both code models and every router) into a fresh folder (so
+nothing is cached but the model file and, for ``repo``, the
 repositories' environments), optionally points its ``test_index`` at another file of the
 example's ``data/`` (``--data humaneval.jsonl``: the full HumanEval set), and runs
 ``ianvs -f benchmarkingjob.yaml --no-progress`` on it, ``--hogs`` busy-looping processes beside
@@ -14,7 +15,7 @@ judge's call times (jobs with a judge), then a provenance line (:mod:`_provenanc
 
 ``cpu_s`` is the CPU time of ``ianvs`` and every descendant it waited for (generation,
 sandboxes). ``gold_ok``: the gold controls scored as they must (``canonical``/``reference`` 1.0
-on the job's main metric, ``broken`` 0.0; on ``issue``, whose unrelated text shares some words
+on the job's main metric, ``broken`` 0.0; on ``issue`` and ``commit_message``, whose unrelated text shares some words
 with any answer, below 1.0). ``--leaderboard FILE`` also writes the run's
 ``ianvs leaderboard`` board to FILE, followed by its provenance note
 (``docs/leaderboards/codegen-default.md`` is made so).
@@ -45,12 +46,19 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from _provenance import Provenance  # noqa: E402
 
 BENCH = REPO / "examples" / "smart_coding" / "smart_coding_learning_bench"
-JOBS = ("codegen", "comment", "issue", "repo", "selfalign", "cloudedge")
+JOBS = ("codegen", "comment", "issue", "repo", "commit_message", "implement_change", "revise",
+        "selfalign", "cloudedge")
 #: The leaderboard columns shown per job (besides generator, latency_s, tokens_per_s).
 COLUMNS = {
     "codegen": ("pass@1", "passed", "failed", "error", "syntax_error", "timeout"),
     "comment": ("code_preserved", "code_altered", "line_coverage", "chrf", "bleu", "rouge_l"),
     "issue": ("chrf", "bleu", "rouge_l", "embedding_sim", "judge_score"),
+    "commit_message": ("chrf", "bleu", "rouge_l", "subject_chrf", "chrf[before 2024-06-01]",
+                       "chrf[from 2024-06-01]", "judge_score", "judge_parse_failures"),
+    "implement_change": ("pass@1", "f2p_share", "passed", "failed", "error", "malformed_diff",
+                         "diff_does_not_apply", "no_change", "bad_path", "form_files", "form_diff"),
+    "revise": ("edit_chrf", "exact_match", "edit_chrf[before 2024-06-01]", "edit_chrf[from 2024-06-01]",
+               "malformed_diff", "diff_does_not_apply", "no_change", "form_files", "form_diff"),
     "repo": ("pass@1", "f2p_share", "passed", "failed", "syntax_error"),
     "cloudedge": ("pass@1", "cloud_share", "regret", "edge_s", "check_s", "cloud_s"),
     "selfalign": ("pass@1", "align@1", "align@2", "align_rate", "hidden_pass@1", "hidden_pass@1_first",
@@ -61,6 +69,7 @@ COLUMNS = {
                   "mutants", "equivalent_mutants"),
 }
 MAIN = {"codegen": "pass@1", "comment": "line_coverage", "issue": "rouge_l", "repo": "pass@1",
+        "commit_message": "rouge_l", "implement_change": "pass@1", "revise": "exact_match",
         "selfalign": "hidden_pass@1", "cloudedge": "pass@1"}
 LOADED = re.compile(r"embedded model .* loaded in ([\d.]+)s \((\d+) threads")
 
@@ -180,7 +189,7 @@ def gold_ok(job: str, table: list[dict[str, str]]) -> bool:
         if generator in ("canonical", "reference"):
             ok &= value == 1.0
         elif generator == "broken":  # unrelated text still shares letters with an answer
-            ok &= value < 1.0 if job == "issue" else value == 0.0
+            ok &= value < 1.0 if job in ("issue", "commit_message") else value == 0.0
     return ok
 
 

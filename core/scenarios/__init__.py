@@ -7,6 +7,11 @@ codegen   :mod:`core.scenarios.codegen`              completes a function; unit 
 comment   :mod:`core.scenarios.comment`              comments a function without changing it
 issue     :mod:`core.scenarios.issue`                answers a developer's issue
 repo      :mod:`core.scenarios.repo`                 writes a function inside a real repository
+commit_   :mod:`core.scenarios.commit_message`       writes a commit's message from its diff
+message
+implement :mod:`core.scenarios.implement_change`     makes a commit's change from its message;
+_change                                              the tests the commit changed decide
+revise    :mod:`core.scenarios.revise`               revises a pull request's code after feedback
 ========= ========================================== =========================================
 
 Kinds live in the one registry (:class:`~core.common.class_factory.ClassFactory`, group
@@ -28,6 +33,9 @@ BUILTIN_KINDS: dict[str, str] = {
     "comment": "core.scenarios.comment:CommentKind",
     "issue": "core.scenarios.issue:IssueKind",
     "repo": "core.scenarios.repo.kind:RepoKind",
+    "commit_message": "core.scenarios.commit_message:CommitMessageKind",
+    "implement_change": "core.scenarios.implement_change:ImplementChangeKind",
+    "revise": "core.scenarios.revise:ReviseKind",
 }
 
 for _alias, _target in BUILTIN_KINDS.items():

@@ -115,10 +115,16 @@ assert not _NOT_PASSED, f"tests that did not pass: {{_NOT_PASSED[:5]}}"
 
 @dataclass(frozen=True)
 class Sample:
-    """One sample: ``code`` is model output (a full def), or ``None`` for the blanked control."""
+    """One sample: ``code`` is model output (a full def), or ``None`` for the blanked control.
+
+    ``edits`` (relative path -> whole new text), when given, are written into the view instead
+    of injecting ``code`` (the implement-change kind: a change to any files of the task root;
+    the caller has checked the paths, :mod:`core.scenarios.implement_change.answer`); ``{}``
+    runs the root unchanged."""
     sample_id: str
     task: dict
     code: str | None
+    edits: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -273,7 +279,9 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
             task = s.task
             edits = written_test_files(task)
             try:
-                if not reference:
+                if not reference and s.edits is not None:
+                    edits.update(s.edits)
+                elif not reference:
                     edits[task["file"]] = _edited(task, root, s.code)
             except InjectionError as exc:
                 early.append(SampleResult(s.sample_id, task["task_id"], "syntax_error", {}, str(exc), 0.0,

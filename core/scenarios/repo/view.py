@@ -38,6 +38,7 @@ def make_view(root: Path, dest: Path, edits: dict[str, str]) -> Path:
                 shutil.copy2(src, dst)
     for rel_path, text in edits.items():
         path = dest / rel_path
+        path.parent.mkdir(parents=True, exist_ok=True)  # a new file in a new folder
         path.unlink(missing_ok=True)  # break the hard link before writing: the source stays intact
         path.write_text(text)
     return dest

@@ -27,13 +27,15 @@ from pathlib import Path
 from core.common.config_base import Section, resolve_path
 from core.common.errors import ConfigError, DatasetError
 from core.testenvmanager.dataset.formats import SUPPORTED, detect_format
-from core.testenvmanager.dataset.parsers import (CsvDataset, JsonDataset, JsonlDataset,
-                                                 MetaDataset, ParsedDataset, TxtIndexDataset)
+from core.testenvmanager.dataset.parsers import (CsvDataset, DateWindow, JsonDataset,
+                                                 JsonlDataset, MetaDataset, ParsedDataset,
+                                                 TxtIndexDataset, parse_date)
 
 logger = logging.getLogger(__name__)
 
 KEYS = ("train_url", "test_url", "train_index", "test_index", "train_data", "test_data",
-        "train_data_info", "test_data_info", "label", "x_field", "y_field")
+        "train_data_info", "test_data_info", "label", "x_field", "y_field", "after", "before",
+        "date_field")
 
 _ACCEPTED = {"index": ("txt", "jsonl", "csv", "json"), "data": ("jsonl", "csv", "json"),
              "data_info": ("jsonforllm",)}
@@ -62,6 +64,8 @@ class DatasetConfig:
     label: str | None = None
     x_field: str = "question"
     y_field: str = "answer"
+    #: a date window on JSONL records (``after:`` / ``before:``, field ``date_field``), or None
+    window: DateWindow | None = None
 
     def parse(self, split: str, data_type: str) -> ParsedDataset:
         """Parse the ``"train"`` or ``"test"`` split with upstream's ``data_type`` tag."""
@@ -71,7 +75,7 @@ class DatasetConfig:
         if source.fmt == "jsonforllm":
             return MetaDataset(source.path, data_type)
         if source.fmt == "jsonl":
-            return JsonlDataset(source.path, data_type, self.x_field, self.y_field)
+            return JsonlDataset(source.path, data_type, self.x_field, self.y_field, self.window)
         if source.fmt == "json":
             return JsonDataset(source.path, data_type, self.x_field, self.y_field)
         if source.fmt == "csv":
@@ -153,4 +157,31 @@ def parse_dataset_section(section: Section) -> DatasetConfig:
         train=_source(section, "train"), test=test,
         label=section.get("label", str, None, allow_none=True),
         x_field=section.get("x_field", str, "question"),
-        y_field=section.get("y_field", str, "answer"))
+        y_field=section.get("y_field", str, "answer"),
+        window=_window(section, test))
+
+
+def _window(section: Section, test: DatasetSource) -> DateWindow | None:
+    """``after:`` / ``before:`` (dates; ``date_field``, default ``committed_at``): keep only the
+    JSONL records whose date is ``after <= date < before`` (e.g. the changes after a model's
+    training cut-off). None when neither is set."""
+    bounds = {}
+    for key in ("after", "before"):
+        raw = section.data.get(key)
+        if raw is None:
+            continue
+        try:
+            bounds[key] = parse_date(str(raw))
+        except ValueError:
+            raise section.error(key, f"must be a date (YYYY-MM-DD or ISO 8601), got {raw!r}") from None
+    if not bounds:
+        if section.data.get("date_field") is not None:
+            raise section.error("date_field", "is only used with after: or before:")
+        return None
+    if test.fmt != "jsonl":
+        raise section.error("after" if "after" in bounds else "before",
+                            f"a date window needs a JSONL test set, not {test.fmt}")
+    if "after" in bounds and "before" in bounds and bounds["before"] <= bounds["after"]:
+        raise section.error("before", "must be later than after")
+    return DateWindow(bounds.get("after"), bounds.get("before"),
+                      section.get("date_field", str, "committed_at"))

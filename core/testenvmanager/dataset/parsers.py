@@ -16,6 +16,8 @@ import csv
 import json
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +102,36 @@ class ParsedDataset:
             yield {"x": x, "y": ys[i] if i < len(ys) else None}
 
 
+def parse_date(text: str) -> datetime:
+    """An ISO 8601 date or date-time as an aware datetime (UTC when it has no offset).
+    Raises ValueError."""
+    when = datetime.fromisoformat(text)
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class DateWindow:
+    """``after <= record[field] < before`` (either bound optional): testenv's ``after:`` /
+    ``before:`` on a JSONL dataset (the trajectory kinds' commit dates)."""
+
+    after: datetime | None
+    before: datetime | None
+    field: str = "committed_at"
+
+    def contains(self, record: dict[str, Any], source: Path | None = None, line: int | None = None) -> bool:
+        """Whether ``record`` is inside; DatasetError when its date field is missing or bad."""
+        raw = record.get(self.field)
+        try:
+            when = parse_date(str(raw)) if isinstance(raw, str) else None
+        except ValueError:
+            when = None
+        if when is None:
+            raise DatasetError(f"record has no date in {self.field!r} for the after:/before: window "
+                               f"(got {raw!r})", source=source, line=line,
+                               hint="set dataset.date_field to the record's ISO 8601 date field")
+        return (self.after is None or when >= self.after) and (self.before is None or when < self.before)
+
+
 class JsonlDataset(ParsedDataset):
     """A JSONL file: one record per line; ``x``/``y`` from ``x_field``/``y_field``.
 
@@ -109,23 +141,25 @@ class JsonlDataset(ParsedDataset):
     """
 
     def __init__(self, path: Path | None, data_type: str, x_field: str = "question",
-                 y_field: str = "answer") -> None:
+                 y_field: str = "answer", window: DateWindow | None = None) -> None:
         super().__init__(path, data_type)
         self.x_field = x_field
         self.y_field = y_field
+        self.window = window
         self._count: int | None = None
 
     def records(self) -> Iterator[dict[str, Any]]:
-        if self.path is None or not self.path.exists():
-            return
-        for _, obj in iter_jsonl(self.path):
+        for _, obj in self.numbered_records():
             yield obj
 
     def numbered_records(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        """``(line, record)`` pairs, for messages that must name the line."""
+        """``(line, record)`` pairs, for messages that must name the line (only the records
+        inside :attr:`window` when one is set)."""
         if self.path is None or not self.path.exists():
             return
-        yield from iter_jsonl(self.path)
+        for line, obj in iter_jsonl(self.path):
+            if self.window is None or self.window.contains(obj, self.path, line):
+                yield line, obj
 
     def x_of(self, indices: list[int], records: list[dict[str, Any]]) -> np.ndarray:
         if self._x is not None:

@@ -1,0 +1,192 @@
+"""The ``implement_tests`` metric: apply every sample's change to its task root, run the task's tests.
+
+testenv.yaml::
+
+    metrics:
+      - name: implement_tests
+        url: ./metrics.py
+        sources_dir: ../data/implement_change-sources   # the tasks' root archives (repo.source)
+        timeout: 300                                    # seconds per sample (all of its tests)
+        periods: ["2024-06-01"]                         # optional: columns per commit-date period
+
+Per sample, the reply is parsed (:func:`.answer.parse_change`: whole files or a unified diff,
+applied outside the sandbox to a scratch copy by ``git apply``, never executed). A reply that
+gives no usable change is scored 0 under its failure kind (``malformed_diff``,
+``diff_does_not_apply``, ``no_change``, ``bad_path``) without running anything. Otherwise its
+edits are written into a private hard-link view of the task root and the task's FAIL_TO_PASS
+and PASS_TO_PASS tests run in the sandbox with the one pinned environment -- the repo kind's
+machinery unchanged (:func:`core.scenarios.repo.execute.run_samples`, the environments of
+:func:`core.scenarios.repo.env.ensure_env`, the source cache and content-hash check of
+:func:`core.scenarios.repo.scoring.source_root`). Grading tier: ``in_process``, as for repo
+tasks.
+
+Resume: every finished sample is appended to ``implement_executions.jsonl`` in the test case
+folder under a key of task, sample, reply and grading version; a rerun runs only what is missing.
+
+Columns: ``pass@1`` (share of tasks whose sample passed every test; k=1, one sample per task is
+scored -- the first), ``f2p_share``, ``p2p_share``, the sandbox outcome counts, one count per
+parse failure kind, ``form_files`` / ``form_diff`` (how replies were given),
+``generation_error``, ``grading``, ``isolation``; with ``periods``, ``pass@1[<period>]`` and
+``samples[<period>]``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from core.common.errors import ConfigError
+from core.common.progress import progress_bar
+from core.scenarios.implement_change.answer import FAILURE_KINDS, parse_change
+from core.scenarios.repo.env import ensure_env
+from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
+from core.scenarios.repo.metrics import OUTCOMES, summarise
+from core.scenarios.repo.scoring import source_root
+from core.scenarios.trajectories.periods import commit_time, period_labels, period_of
+
+__all__ = ["implement_tests", "EXECUTIONS_FILE", "grade"]
+
+LOG = logging.getLogger(__name__)
+
+EXECUTIONS_FILE = "implement_executions.jsonl"
+#: bumped whenever how a sample is graded changes (a resumed run never reuses older verdicts)
+GRADING_VERSION = 2  # 2: a single unnamed block is the task's one file
+_FIELDS = tuple(SampleResult.__dataclass_fields__)
+
+
+def _key(rec: Mapping[str, Any], index: int, reply: str) -> str:
+    what = [rec["id"], index, reply, rec["tests"], rec["repo"]["content_hash"], GRADING_VERSION]
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def grade(samples: list[tuple[str, dict[str, Any], str]], sources_dir: Path, workers: int = 2,
+          timeout: float = 300.0, min_isolation: str = "kernel") -> dict[str, tuple[SampleResult, str]]:
+    """``sample_id -> (result, form)`` for ``(sample_id, task record, reply)`` triples: parse
+    each reply against its task root (``form``: ``files``, ``diff`` or ``""``), run the parsed
+    ones in the sandbox (one executor per task root)."""
+    out: dict[str, tuple[SampleResult, str]] = {}
+    by_root: dict[str, list[tuple[str, dict[str, Any], str]]] = defaultdict(list)
+    for item in samples:
+        by_root[item[1]["repo"]["content_hash"]].append(item)
+    for want, items in by_root.items():
+        task = items[0][1]
+        root = source_root(sources_dir / task["repo"]["source"], want)
+        env = ensure_env(list(task.get("env", {}).get("requirements") or []))
+        runnable: list[Sample] = []
+        forms: dict[str, str] = {}
+        for sample_id, rec, reply in items:
+            only = rec["files"][0] if len(rec["files"]) == 1 else None
+            parsed = parse_change(reply, root, list(rec.get("test_files") or []), default_path=only)
+            if parsed.failure:
+                out[sample_id] = (SampleResult(sample_id, rec["id"], parsed.failure, {}, parsed.detail, 0.0),
+                                  parsed.form)
+                continue
+            runnable.append(Sample(sample_id, rec, None, edits=parsed.edits))
+            forms[sample_id] = parsed.form
+        for res in run_samples(runnable, root, env, default_views_dir(), workers=workers, timeout=timeout,
+                               min_isolation=min_isolation):
+            out[res.sample_id] = (res, forms[res.sample_id])
+    return out
+
+
+def implement_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, sources_dir: str = "",
+                    timeout: float = 300.0, periods: Sequence[str] | None = None) -> dict[str, Any]:
+    """The kind's columns (module docstring)."""
+    from core.scenarios import get_kind
+
+    if context is None:
+        raise ConfigError("implement_tests needs the framework's context", hint="run it through 'ianvs -f'")
+    if not sources_dir:
+        raise ConfigError("implement_tests needs 'sources_dir': the folder of the tasks' root archives",
+                          hint="add 'sources_dir: ../data/<tasks>-sources' to its testenv entry")
+    if y_pred is None or isinstance(y_pred, (str, bytes, Mapping)):
+        raise ConfigError("implement_tests needs one prediction per test record",
+                          hint="use the kind's basemodel (core.scenarios.model.TaskKindModel)")
+    kind = get_kind("implement_change")
+    settings = getattr(context, "sandbox", {}) or {}
+    if str(settings.get("backend", "local")) != "local":
+        raise ConfigError("implement_change tasks run on the 'local' sandbox backend",
+                          hint="set sandbox.backend: local")
+    base = Path(getattr(context, "config_dir", None) or ".")
+    workspace = Path(context.workspace)
+    log_path = workspace / EXECUTIONS_FILE
+    done: dict[str, tuple[SampleResult, str]] = {}
+    if log_path.is_file():
+        for line in log_path.read_text(encoding="utf-8").splitlines():
+            try:
+                item = json.loads(line)
+                done[item["key"]] = (SampleResult(**{f: item[f] for f in _FIELDS if f in item}),
+                                     str(item.get("form", "")))
+            except (ValueError, KeyError, TypeError):
+                continue
+    tasks: dict[str, dict[str, Any]] = {}
+    results: list[tuple[SampleResult, str]] = []
+    todo: list[tuple[str, dict[str, Any], str]] = []
+    keys: dict[str, str] = {}
+    generation_errors = 0
+    for record, pred in zip(context.records(), y_pred):
+        rec = kind.validate(record)
+        tasks[rec["id"]] = rec
+        samples = (pred or {}).get("samples", []) if isinstance(pred, Mapping) else []
+        for sample in samples[:1]:
+            if sample.get("error"):
+                generation_errors += 1
+                continue
+            reply = str(sample.get("raw_output") or "")
+            key = _key(rec, 0, reply)
+            if key in done:
+                results.append(done[key])
+            else:
+                sid = f"{rec['id']}#0"
+                keys[sid] = key
+                todo.append((sid, rec, reply))
+    with open(log_path, "a", encoding="utf-8") as log, \
+            progress_bar(len(todo), "implement tests", "sample", getattr(context, "show_progress", True)) as bar:
+        graded = grade(todo, (base / sources_dir).resolve(), workers=int(settings.get("workers", 2)),
+                       timeout=float(timeout), min_isolation=str(settings.get("min_isolation", "kernel")))
+        for sid, (res, form) in graded.items():
+            log.write(json.dumps({"key": keys[sid], "form": form, **res.__dict__}) + "\n")
+            results.append((res, form))
+            bar.update(1)
+    return _row(results, tasks, generation_errors, periods)
+
+
+def _row(pairs: list[tuple[SampleResult, str]], tasks: dict[str, dict[str, Any]], generation_errors: int,
+         periods: Sequence[str] | None) -> dict[str, Any]:
+    results = [r for r, _form in pairs]
+    ran = [r for r in results if r.outcome not in FAILURE_KINDS]
+    row: dict[str, Any] = dict(summarise(results, tasks, [1]))  # a parse failure: no test passed
+    passed = {r.task_id for r in results if r.outcome == "passed"}
+    scored = {r.task_id for r in results if r.outcome != "infra_error"}
+    row["pass@1"] = round(len(passed & scored) / len(scored), 4) if scored else float("nan")
+    for kind in FAILURE_KINDS:
+        row[kind] = sum(r.outcome == kind for r in results)
+    row["form_files"] = sum(form == "files" for _r, form in pairs)
+    row["form_diff"] = sum(form == "diff" for _r, form in pairs)
+    for label in period_labels(periods):
+        mine = {t for t, rec in tasks.items() if period_of(commit_time(rec["committed_at"]), periods) == label}
+        got = scored & mine
+        row[f"pass@1[{label}]"] = round(len(passed & got) / len(got), 4) if got else float("nan")
+        row[f"samples[{label}]"] = len(got)
+    for col in ("f2p_share", "p2p_share"):
+        if isinstance(row.get(col), float):
+            row[col] = round(row[col], 4)
+    row["generation_error"] = generation_errors
+    row["grading"] = "in_process" if ran else ""
+    row["isolation"] = "+".join(sorted({r.isolation for r in ran if r.isolation}))
+    return row
+
+
+def _columns(sources_dir: str = "", timeout: float = 300.0, periods: Sequence[str] | None = None) -> list[str]:
+    cols = ["pass@1", "f2p_share", "p2p_share", "samples", *OUTCOMES, *FAILURE_KINDS, "form_files", "form_diff",
+            "generation_error", "grading", "isolation"]
+    for label in period_labels(periods):
+        cols += [f"pass@1[{label}]", f"samples[{label}]"]
+    return cols
+
+
+implement_tests.columns = _columns  # type: ignore[attr-defined]

@@ -1,0 +1,91 @@
+"""The ``revise`` task kind: revise a pull request's code after feedback, as its next commit did.
+
+From pull requests with several commits (the trajectory steps, ``position`` >= 2 whose parent is
+the PR's previous step), the model gets the PR's title, the previous step's message and diff,
+the review comments made on that commit when an exported code-host file supplied them, the next
+commit's message (what the revision says it addresses) and the files that commit changes, as
+they are after the previous step. It produces the revision (whole files or a unified diff, parsed
+like implement_change replies, :mod:`core.scenarios.implement_change.answer`).
+
+Scored by similarity to the real revision (:mod:`.metrics`): these steps are mostly not
+test-validated (few PR steps change tested code in a way that flips a test), so this kind uses
+the edits themselves, not the tests. Record schema: docs/proposals/scenarios/smart_coding/
+trajectories.md.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.common.class_factory import ClassFactory
+from core.common.errors import DatasetError
+from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, finish_record, reject_unknown,
+                                 require_object, require_str)
+from core.scenarios.implement_change import whole_files_reply
+from core.scenarios.implement_change.prompts import FILE
+from core.scenarios.revise import prompts
+
+FIELDS = {"id", "repo", "commit", "committed_at", "pull_request", "previous", "feedback", "message",
+          "files", "reference_files", "metadata"}
+
+
+def _paths_to_text(record: Mapping[str, Any], key: str, source: str | None, line: int | None) -> dict[str, str]:
+    value = record.get(key)
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
+                                                 for k, v in value.items()):
+        raise DatasetError(f"field '{key}' must map paths to file texts", source=source, line=line)
+    return dict(value)
+
+
+@ClassFactory.register(TASK_KIND, alias="revise")
+class ReviseKind(TaskKind):
+    """Revise after feedback; the PR's real next commit is the reference (module docstring)."""
+
+    name = "revise"
+    input_field = "message"
+
+    def validate(self, record: Mapping[str, Any], source: str | None = None,
+                 line: int | None = None) -> dict[str, Any]:
+        reject_unknown(require_object(record, source, line), FIELDS, source, line)
+        from core.scenarios.trajectories.periods import commit_time
+
+        rec: dict[str, Any] = {k: require_str(record, k, source, line, allow_empty=k == "feedback")
+                               for k in ("commit", "committed_at", "message", "feedback")}
+        commit_time(rec["committed_at"], source, line)
+        for key in ("repo", "pull_request", "previous"):
+            if not isinstance(record.get(key), Mapping):
+                raise DatasetError(f"field '{key}' must be an object", source=source, line=line)
+            rec[key] = dict(record[key])
+        for key in ("message", "diff"):
+            require_str(rec["previous"], key, source, line, where="previous.")
+        rec["files"] = _paths_to_text(record, "files", source, line)
+        rec["reference_files"] = _paths_to_text(record, "reference_files", source, line)
+        return finish_record(rec, record, "revise", source, line)
+
+    def messages(self, record: Mapping[str, Any]) -> list[dict[str, str]]:
+        prev = record["previous"]
+        diff = prev["diff"] if prev["diff"].endswith("\n") else prev["diff"] + "\n"
+        files = "".join(FILE.format(path=p, text=t if t.endswith("\n") else t + "\n")
+                        for p, t in record["files"].items())
+        feedback = prompts.FEEDBACK.format(comments=record["feedback"]) if record.get("feedback") else ""
+        return [{"role": "system", "content": prompts.SYSTEM},
+                {"role": "user", "content": prompts.USER.format(
+                    repo=record["repo"].get("name", ""), title=record["pull_request"].get("title") or "-",
+                    previous_message=prev["message"], previous_diff=diff, feedback=feedback,
+                    message=record["message"], files=files or "(none: the commit only adds files)\n")}]
+
+    def reference(self, record: Mapping[str, Any]) -> str:
+        """The real revision, as whole files (files the commit deletes are not representable
+        and left out)."""
+        return whole_files_reply(record["reference_files"])
+
+    def answer(self, raw_output: str, record: Mapping[str, Any]) -> str:
+        return raw_output
+
+    def judge_view(self, record: Mapping[str, Any]) -> dict[str, str]:
+        return {"task": record["message"], "reference": self.reference(record)}
+
+    def metrics(self) -> dict[str, MetricFn]:
+        from core.scenarios.revise.metrics import revise_scores
+
+        return {"revise_scores": revise_scores}

@@ -1,0 +1,9 @@
+"""Metrics of the commit-message scenario; the logic lives in core.scenarios.commit_message (and .judge)."""
+from sedna.common.class_factory import ClassFactory, ClassType
+
+from core.scenarios import get_kind
+from core.testcasecontroller.metrics.codegen import edge_cost
+
+for alias, metric in get_kind("commit_message").metrics().items():
+    ClassFactory.register_cls(metric, ClassType.GENERAL, alias=alias)
+ClassFactory.register_cls(edge_cost, ClassType.GENERAL, alias="edge_cost")

@@ -1,0 +1,9 @@
+"""Metrics of the implement-change scenario; the logic lives in core.scenarios.implement_change."""
+from sedna.common.class_factory import ClassFactory, ClassType
+
+from core.scenarios import get_kind
+from core.testcasecontroller.metrics.codegen import edge_cost
+
+for alias, metric in get_kind("implement_change").metrics().items():
+    ClassFactory.register_cls(metric, ClassType.GENERAL, alias=alias)
+ClassFactory.register_cls(edge_cost, ClassType.GENERAL, alias="edge_cost")

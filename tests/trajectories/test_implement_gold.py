@@ -1,0 +1,76 @@
+"""Gold controls of the shipped implement-change tasks, in the sandbox (slow): the developer's
+real change passes every task's tests (1.0), the parent left unchanged fails them (0.0)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.scenarios import get_kind
+from core.scenarios.implement_change.scoring import grade
+from core.scenarios.repo.env import ensure_env
+from core.scenarios.repo.execute import Sample, default_views_dir, run_samples
+from core.scenarios.repo.scoring import source_root
+from tests.scenarios.conftest import BENCH, scenario_job  # noqa: F401 (fixture)
+
+DATA = BENCH / "implement_change" / "data"
+SOURCES = DATA / "implement_change-sources"
+
+
+def _tasks() -> list[dict]:
+    """Every task of every shipped set (``*_implement_change.jsonl``)."""
+    kind = get_kind("implement_change")
+    files = sorted(DATA.glob("*_implement_change.jsonl"))
+    assert files, f"no shipped sets in {DATA}"
+    return [t for f in files for t in kind.read(f)]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_real_change_scores_1_and_parent_unchanged_0() -> None:
+    tasks = _tasks()
+    assert tasks, "the shipped set is empty"
+    kind = get_kind("implement_change")
+    graded = grade([(f"{t['id']}#ref", t, kind.reference(t)) for t in tasks], SOURCES)
+    for task in tasks:
+        res, form = graded[f"{task['id']}#ref"]
+        assert form == "files" and res.outcome == "passed", (task["id"], res.outcome, res.detail[-800:])
+        assert all(res.tests.get(t) == "passed" for t in task["tests"]["fail_to_pass"])
+    for task in tasks:   # the parent as it is, tests run (not short-cut as no_change)
+        root = source_root(SOURCES / task["repo"]["source"], task["repo"]["content_hash"])
+        env = ensure_env(task["env"]["requirements"])
+        (res,) = list(run_samples([Sample(f"{task['id']}#parent", task, None, edits={})], root, env,
+                                  default_views_dir(), workers=1, timeout=300))
+        assert res.outcome != "passed", task["id"]
+        assert not any(res.tests.get(t) == "passed" for t in task["tests"]["fail_to_pass"]), task["id"]
+
+
+def test_shipped_set_validates_and_has_provenance() -> None:
+    tasks = _tasks()
+    for task in tasks:
+        assert (SOURCES / task["repo"]["source"]).is_file()
+        assert task["tests"]["fail_to_pass"] and task["repo"]["licence"] in ("MIT", "BSD-3-Clause")
+    for path in DATA.glob("*_implement_change.jsonl"):
+        report = json.loads(path.with_name(path.name + ".build.json").read_text())
+        assert report["tasks"] == len(path.read_text().splitlines())
+    subset = list(get_kind("implement_change").read(DATA / "implement_change_subset.jsonl"))
+    assert {t["id"] for t in subset} <= {t["id"] for t in tasks}
+
+
+@pytest.mark.slow
+def test_default_job_gold_controls_through_ianvs(scenario_job) -> None:
+    """The shipped job with the reference and broken generators: 1.0 and 0.0 on pass@1, the
+    broken reply counted as no_change (nothing run), the reference graded in the sandbox."""
+    import csv
+
+    from tests.runner.conftest import run_cli
+
+    job = scenario_job("implement_change", ["reference", "broken"])
+    res = run_cli("-f", str(job), "--no-progress", "--no-report", cwd=job.parent, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = {r["basemodel-generator"]: r
+            for r in csv.DictReader(open(next(job.parent.glob("workspace/*/rank/all_rank.csv"))))}
+    assert rows["reference"]["pass@1"] == "1.0" and rows["reference"]["f2p_share"] == "1.0"
+    assert rows["reference"]["grading"] == "in_process" and rows["reference"]["form_files"] == "2"
+    assert rows["broken"]["pass@1"] == "0.0" and rows["broken"]["no_change"] == "2"
+    assert rows["reference"]["samples[before 2024-06-01]"] == "2"

@@ -1,0 +1,81 @@
+"""The revise kind: tasks from a real history's pull request, feedback from the code-host fixture,
+and its similarity score (gold: the real revision 100 / 1; unchanged 0)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from core.common.errors import DatasetError
+from core.scenarios import get_kind
+from core.scenarios.implement_change import whole_files_reply
+from core.scenarios.revise.builder import ReviseOptions, build_revise_tasks
+from core.scenarios.revise.metrics import changed_lines, score_revision
+from core.scenarios.trajectories.builder import TrajectoryOptions, build_trajectories
+from core.scenarios.trajectories.filters import FilterOptions
+from tests.scenarios.conftest import BENCH, read_jsonl
+
+
+@pytest.fixture
+def tasks(history, tmp_path: Path) -> tuple[list[dict], dict, dict[str, str]]:
+    root, ids = history
+    data = json.loads(Path(__file__).with_name("codehost_fixture.json").read_text())
+    data["pull_requests"][0]["review_comments"][0]["commit"] = ids["topic1"]
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps(data))
+    steps = tmp_path / "steps.jsonl"
+    build_trajectories(TrajectoryOptions(repo=str(root), output=steps, show_progress=False, codehost=export,
+                                         filters=FilterOptions(max_lines=100)))
+    out = tmp_path / "revise.jsonl"
+    report = build_revise_tasks(ReviseOptions(steps=steps, repo=str(root), output=out))
+    return read_jsonl(out), report, ids
+
+
+def test_builder_keeps_the_second_step_of_a_pr(tasks) -> None:
+    got, report, ids = tasks
+    assert report["counts"]["kept"] == report["tasks"] == 1 and report["with_feedback"] == 1
+    assert report["counts"]["first_in_pr"] == 2 and report["counts"]["not_in_pr"] == 5
+    (task,) = got
+    assert task["commit"] == ids["topic2"] and task["previous"]["commit"] == ids["topic1"]
+    assert task["message"] == "Test mul as asked in review"
+    assert task["feedback"] == "- reviewer (calc.py:9): Please add a test for mul."
+    assert task["files"] == {} and list(task["reference_files"]) == ["tests/test_mul.py"]
+    kind = get_kind("revise")
+    rec = kind.validate(task)
+    prompt = kind.messages(rec)[1]["content"]
+    assert "Please add a test for mul." in prompt and "Add mul (fixes #3)" in prompt
+
+
+def test_scores(tasks) -> None:
+    got, _report, _ids = tasks
+    kind = get_kind("revise")
+    rec = kind.validate(got[0])
+    assert score_revision(kind.reference(rec), rec) == {"failure": "", "form": "files", "edit_chrf": 100.0,
+                                                       "exact_match": 1.0}
+    assert score_revision("no idea", rec)["failure"] == "no_change"
+    partial = whole_files_reply({"tests/test_mul.py": "from calc import mul\n\n\ndef test_mul():\n"
+                                                      "    assert mul(2, 2) == 4\n"})
+    scored = score_revision(partial, rec)
+    assert 30.0 < scored["edit_chrf"] < 100.0 and scored["exact_match"] == 0.0
+    assert changed_lines({"a.py": "x = 1\ny = 2\n"}, {"a.py": "x = 1\ny = 3\n"}) == "-y = 2\n+y = 3"
+
+
+def test_shipped_sets_gold() -> None:
+    """Every shipped task's real revision scores 100 / 1 through the reply parser."""
+    kind = get_kind("revise")
+    data = BENCH / "revise" / "data"
+    for name, count in (("eli5_revise.jsonl", 343), ("toolz_revise.jsonl", 383), ("revise_subset.jsonl", 4)):
+        recs = list(kind.read(data / name))
+        assert len(recs) == count
+        if name == "revise_subset.jsonl":
+            for rec in recs:
+                assert score_revision(kind.reference(rec), rec)["exact_match"] == 1.0
+
+
+def test_schema_errors() -> None:
+    rec = read_jsonl(BENCH / "revise" / "data" / "revise_subset.jsonl")[0]
+    with pytest.raises(DatasetError, match="files"):
+        get_kind("revise").validate({**rec, "files": ["x.py"]}, source="r.jsonl", line=1)
+    with pytest.raises(DatasetError, match="previous.diff"):
+        get_kind("revise").validate({**rec, "previous": {"message": "m"}}, source="r.jsonl", line=1)
