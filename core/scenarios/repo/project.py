@@ -13,7 +13,7 @@ function, see :mod:`.env`). So :func:`inspect_project`:
    points and top-level modules, and finds where each top-level module lives in the tree: the
    *import roots* (``src`` for a ``src/`` layout, ``.`` for a flat one) put on ``sys.path`` of
    every test run, in the builder and in the job;
-3. chooses the declared test dependencies (:func:`test_dependency_choices`): extras and PEP 735
+3. chooses the declared test dependencies (:func:`choose_test_dependencies`): extras and PEP 735
    dependency groups named ``test``/``tests``/``testing`` (``dev`` only when none of those
    exists), Poetry groups of those names, then ``tox.ini``'s ``[testenv]`` ``extras``/``deps``,
    then ``requirements*test*``/``test*requirements*`` files. Each choice is logged; ``--extra``,
@@ -49,7 +49,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from core.common.errors import IanvsError
 from core.common.lifetime import die_with_parent
 
-__all__ = ["ProjectFacts", "DepsChoice", "inspect_project", "test_dependency_choices", "resolve_requirements",
+__all__ = ["ProjectFacts", "DepsChoice", "inspect_project", "choose_test_dependencies", "resolve_requirements",
            "normalise", "ProjectError", "sdist_version"]
 
 LOG = logging.getLogger(__name__)
@@ -273,7 +273,7 @@ def _by_name(names: list[str], prefer: tuple[str, ...]) -> list[str]:
     return [n for n in names if normalise(n) in prefer]
 
 
-def test_dependency_choices(root: Path, extras: list[str], want_extras: list[str] | None = None,
+def choose_test_dependencies(root: Path, extras: list[str], want_extras: list[str] | None = None,
                             want_groups: list[str] | None = None) -> list[DepsChoice]:
     """The declared test dependencies to install (see the module docstring for the order).
     ``want_extras``/``want_groups`` (``--extra``/``--group``) replace the automatic choice; a
@@ -367,7 +367,7 @@ def inspect_project(root: Path, work: Path, version: str | None = None, want_ext
             continue
         if req.marker is None or not re.search(r"\bextra\b", str(req.marker)):
             requires.append(line)
-    chosen = test_dependency_choices(root, extras, want_extras, want_groups) if declared_deps else []
+    chosen = choose_test_dependencies(root, extras, want_extras, want_groups) if declared_deps else []
     every = meta.get_all("Requires-Dist") or []
     chosen = [DepsChoice(c.kind, c.name, c.origin, tuple(_extra_requirements(every, c.name)))
               if c.kind == "extra" else c for c in chosen]
