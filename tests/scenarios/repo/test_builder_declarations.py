@@ -7,17 +7,20 @@ step; every stage's counts are in the report. Real pytest runs in a real venv (t
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from core.cmd.benchmarking import main as ianvs
 from core.scenarios.repo.builder import BuildError, BuildOptions, build
 from core.scenarios.repo.env import RepoEnv
 from core.scenarios.repo.project import (ProjectError, _poetry_requirement, find_import_roots,
                                          choose_test_dependencies)
 from core.scenarios.repo.testrun import config_file
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:
@@ -134,11 +137,13 @@ def test_baseline_without_a_passing_test_is_an_error(tmp_path: Path, repo_env: R
     assert not out.exists() and not Path(str(out) + ".progress").exists()
 
 
-def test_cli_exits_non_zero_with_the_reason(tmp_path: Path, repo_env: RepoEnv, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_cli_exits_non_zero_with_the_reason(tmp_path: Path, repo_env: RepoEnv) -> None:
     root = _write(tmp_path / "nothing", {"lib.py": "def f(x):\n    y = x\n    return y\n",
                                           "checks/check_lib.py": "def test_f():\n    assert True\n"})
-    rc = ianvs(["dataset", "repo", "--repo", str(root), "-o", str(tmp_path / "t.jsonl"), "--env", str(repo_env.root)])
-    err = capsys.readouterr().err
+    proc = subprocess.run([sys.executable, "-m", "core.cmd.benchmarking", "dataset", "repo", "--repo", str(root),
+                           "-o", str(tmp_path / "t.jsonl"), "--env", str(repo_env.root)],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    rc, err = proc.returncode, proc.stderr
     assert rc == 1 and "0 collected" in err and "collected no test" in err and "--tests PATH" in err
     assert "Traceback" not in err
 
