@@ -57,7 +57,7 @@ from core.scenarios.repo.project import (ProjectFacts, inspect_project, requirem
 from core.scenarios.repo.source import RepoSource, materialise
 from core.scenarios.repo.testrun import RunResult, config_file, run_tests
 from core.scenarios.repo.view import make_view
-from core.scenarios.repo.workdir import BuildDir, _kill_inside
+from core.scenarios.repo.workdir import BuildDir, kill_inside
 
 __all__ = ["BuildOptions", "BuildReport", "BuildError", "build", "task_record"]
 
@@ -453,7 +453,7 @@ def _build(opts: BuildOptions, report: BuildReport, started: float, work: Path, 
                          sum(1 for r in results.values() if r is not None))
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
-        _kill_inside(work)  # running test processes: the threads waiting on them return at once
+        kill_inside(work)  # running test processes: the threads waiting on them return at once
         raise
     finally:
         pool.shutdown(wait=True)

@@ -29,7 +29,7 @@ from types import FrameType, TracebackType
 
 from core.testenvmanager.sandbox.owners import owner_token, token_alive
 
-__all__ = ["BuildDir", "default_builds_dir", "sweep_dead_builds"]
+__all__ = ["BuildDir", "default_builds_dir", "sweep_dead_builds", "remove_dead_build", "kill_inside"]
 
 LOG = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def _processes_in(folder: Path) -> list[int]:
     return out
 
 
-def _kill_inside(folder: Path) -> int:
+def kill_inside(folder: Path) -> int:
     killed = 0
     for _ in range(5):  # a dying parent may fork once more: look again until nothing is left
         pids = _processes_in(folder)
@@ -82,20 +82,26 @@ def _kill_inside(folder: Path) -> int:
 def sweep_dead_builds(base: Path) -> int:
     """Remove the folders under ``base`` whose build process is gone, after killing what still
     runs inside them. Returns how many folders were removed."""
-    removed = 0
     if not base.is_dir():
         return 0
-    for folder in sorted(base.iterdir()):
-        token = _owner(folder)
-        if token is None or not folder.is_dir() or token_alive(token):
-            continue
-        killed = _kill_inside(folder)
-        shutil.rmtree(folder, ignore_errors=True)
-        if not folder.exists():
-            removed += 1
-            LOG.info("removed the folder of a killed build %s%s", folder,
-                     f" and ended {killed} process(es) still running in it" if killed else "")
-    return removed
+    return sum(1 for folder in sorted(base.iterdir()) if remove_dead_build(str(folder)))
+
+
+def remove_dead_build(path: str) -> bool:
+    """Remove one build folder whose owner is gone (kill what works inside it first); ``False``
+    when its owner is alive or unknown or it could not be removed (also ``ianvs sandbox clean``'s
+    ``repo-builds`` kind)."""
+    folder = Path(path)
+    token = _owner(folder)
+    if token is None or not folder.is_dir() or token_alive(token):
+        return False
+    killed = kill_inside(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+    if folder.exists():
+        return False
+    LOG.info("removed the folder of a killed build %s%s", folder,
+             f" and ended {killed} process(es) still running in it" if killed else "")
+    return True
 
 
 class BuildDir:
@@ -124,5 +130,5 @@ class BuildDir:
         if self._previous is not None:
             signal.signal(signal.SIGTERM, self._previous)  # type: ignore[arg-type]
             self._previous = None
-        _kill_inside(self.path)
+        kill_inside(self.path)
         shutil.rmtree(self.path, ignore_errors=True)

@@ -162,3 +162,21 @@ def test_killed_build_is_clean_and_resumes(sig: signal.Signals, tmp_path: Path, 
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_clean_lists_and_removes_a_dead_build_folder(tmp_path: Path) -> None:
+    """The ``repo-builds`` leftover kind: a folder named for a process that is gone is listed as
+    dead and removed; one named for this (live) process is kept."""
+    from core.testenvmanager.sandbox.leftovers import remove, repo_builds
+    from core.testenvmanager.sandbox.owners import owner_token
+
+    child = subprocess.Popen(["true"])
+    child.wait()
+    dead = tmp_path / f"{child.pid}-1-abcd1234"
+    live = tmp_path / f"{owner_token().replace(':', '-')}-abcd1234"
+    for folder in (dead, live):
+        (folder / "src").mkdir(parents=True)
+    items = {Path(i.name).name: i for i in repo_builds(str(tmp_path))}
+    assert not items[dead.name].alive and items[live.name].alive
+    assert remove(items[dead.name]) and not dead.exists()
+    assert not remove(items[live.name]) and live.exists()
