@@ -177,20 +177,26 @@ def _top_modules(names: list[str]) -> list[str]:
 _SKIP_DIRS = {".git", ".tox", ".nox", ".venv", "venv", "build", "dist", "node_modules", "__pycache__"}
 
 
-def find_import_roots(root: Path, modules: list[str]) -> tuple[list[str], list[str]]:
-    """``(roots, missing)``: for each top-level module, the shallowest directory of the tree
-    (relative, ``.`` for the top) holding ``<module>/`` with Python files or ``<module>.py``;
-    modules found nowhere (generated at build time) are ``missing``."""
+def find_import_roots(root: Path, modules: list[str], wheel_files: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """``(roots, missing)``: for each top-level module, the shallowest directory ``D`` of the tree
+    (relative, ``.`` for the top) where the module's files are: ``D/<module>.py``, or a folder
+    ``D/<module>/`` holding the first three of the module's ``.py`` files in the wheel
+    (``wheel_files``; without them, any ``.py`` file), so a ``tests/<module>/`` folder is not
+    mistaken for the package. Modules found nowhere (generated at build time) are ``missing``."""
     roots: list[str] = []
     missing: list[str] = []
     for mod in modules:
+        inside = sorted(f for f in (wheel_files or []) if f.startswith(mod + "/") and f.endswith(".py"))[:3]
         best: Path | None = None
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.endswith(".egg-info"))
             here = Path(dirpath)
             if best is not None and len(here.relative_to(root).parts) >= len(best.relative_to(root).parts):
                 continue
-            if f"{mod}.py" in filenames or (mod in dirnames and any((here / mod).glob("*.py"))):
+            if f"{mod}.py" in filenames:
+                best = here
+            elif mod in dirnames and (all((here / f).is_file() for f in inside) if inside
+                                      else any((here / mod).rglob("*.py"))):
                 best = here
         if best is None:
             missing.append(mod)
@@ -357,7 +363,7 @@ def inspect_project(root: Path, work: Path, version: str | None = None, want_ext
     wheel = build_wheel(root, work, version)
     meta, eps, names = _wheel_metadata(wheel)
     modules = _top_modules(names)
-    roots, missing = find_import_roots(root, modules)
+    roots, missing = find_import_roots(root, modules, names)
     extras = list(dict.fromkeys(meta.get_all("Provides-Extra") or []))
     requires = []
     for line in meta.get_all("Requires-Dist") or []:

@@ -96,6 +96,8 @@ def test_import_roots_src_and_flat(tmp_path: Path) -> None:
     root = _write(tmp_path, {"src/pkg/__init__.py": "", "src/pkg/m.py": "", "tool.py": "",
                              "tests/pkg/test_x.py": "", "build/lib/pkg/__init__.py": ""})
     assert find_import_roots(root, ["pkg", "tool", "gen"]) == (["src", "."], ["gen"])
+    _write(tmp_path, {"a_tests/pkg/helper.py": ""})  # sorts before src/, holds no file of the wheel's pkg
+    assert find_import_roots(root, ["pkg"], ["pkg/__init__.py", "pkg/m.py"]) == (["src"], [])
 
 
 def test_config_file_follows_pytest(tmp_path: Path) -> None:
