@@ -346,9 +346,10 @@ def build(opts: BuildOptions) -> BuildReport:
         services.callback(progress.close)
         try:
             return _build(opts, report, started, work, services, src, progress)
-        except BuildError:  # nothing worth resuming: the next run starts over
-            progress.close()
-            progress.path.unlink(missing_ok=True)
+        except IanvsError as exc:  # nothing worth resuming (no baseline yet, or nothing to keep)
+            if isinstance(exc, BuildError) or progress.baseline is None:
+                progress.close()
+                progress.path.unlink(missing_ok=True)
             raise
 
 
