@@ -24,7 +24,8 @@ Steps (each bounded so a build on a shared machine stays predictable; each logs 
 resolved environment, the baseline's counts and the functions to check, then one line per checked
 function. A rerun with the same source and options (its *fingerprint*) after a kill continues from
 there: only the unchecked functions run; ``opts.fresh`` starts over. The file is removed once the
-output is written.
+output is written, and when the build stops with an error before its baseline or with a
+:class:`BuildError` (nothing worth resuming).
 
 Contract: a kept task's reference body passed all its tests in the baseline and its blanked body
 failed every FAIL_TO_PASS test in the builder's run. ``tests/scenarios/repo`` re-checks both on
