@@ -105,6 +105,8 @@ class BuildOptions:
     import_roots: list[str] | None = None
     #: ignore ``<output>.progress`` and start over
     fresh: bool = False
+    #: run every kept task's reference in the sandbox, as the job will (``--no-sandbox-check``: no)
+    sandbox_check: bool = True
     #: where build folders go (default :func:`.workdir.default_builds_dir`)
     builds_dir: Path | None = None
 
@@ -123,6 +125,8 @@ class BuildReport:
     baseline_failures: list[str] = field(default_factory=list)
     dropped_no_failure: int = 0
     dropped_max_tasks: int = 0
+    dropped_sandbox: int = 0
+    sandbox_tests_dropped: int = 0
     not_covered: int = 0
     unparsable_files: int = 0
     resumed: int = 0
@@ -136,7 +140,9 @@ class BuildReport:
             "functions": self.functions, "covered": self.covered, "blanked": self.blanked, "kept": self.kept,
             "dropped": {"not_covered_by_a_passing_test": self.not_covered,
                         "blank_still_passes": self.dropped_no_failure,
+                        "reference_fails_in_sandbox": self.dropped_sandbox,
                         "over_max_tasks": self.dropped_max_tasks},
+            "tests_left_out_in_sandbox": self.sandbox_tests_dropped,
             "dropped_blank_still_passes": self.dropped_no_failure,
             "unparsable_files": self.unparsable_files, "resumed_checks": self.resumed,
             "seconds": round(self.seconds, 1)}
@@ -332,6 +338,79 @@ def _key(rel: str, site_qualname: str, def_line: int) -> str:
     return f"{rel}::{site_qualname}@{def_line}"
 
 
+def _sandbox_check(records: list[dict[str, object]], src: RepoSource, env: RepoEnv,
+                   pg: PostgresService | None, opts: BuildOptions, report: BuildReport) -> list[dict[str, object]]:
+    """Run every candidate's reference as the job will: in the sandbox (``execute.run_samples``,
+    the ``local`` backend). Tests that do not pass there (they start processes, use the network,
+    write outside their folder...) leave the task's FAIL_TO_PASS/PASS_TO_PASS; when a run gives
+    no per-test outcomes (the sandbox killed it), each of its tests runs alone to find them. A
+    task left with no FAIL_TO_PASS test is dropped; one whose tests changed runs once more and is
+    kept only if it passes. Raises :class:`IanvsError` (from ``run_samples``) when the
+    environment provides the package under test."""
+    from core.scenarios.repo.execute import Sample, default_views_dir, run_samples  # noqa: PLC0415 - the sandbox
+
+    def run(samples: list[Sample]) -> dict[str, Any]:
+        return {r.sample_id: r for r in run_samples(samples, src.root, env, default_views_dir(),
+                                                    workers=max(1, opts.jobs), timeout=max(opts.timeout, 60.0),
+                                                    reference=True, service=pg)}
+
+    LOG.info("running %d reference(s) in the sandbox, as the job will", len(records))
+    first = run([Sample(f"{r['task_id']}#ref", r, None) for r in records])
+    ok = {str(r["task_id"]) for r in records if first[f"{r['task_id']}#ref"].outcome == "passed"}
+    failing = [r for r in records if str(r["task_id"]) not in ok]
+    if not failing:
+        return records
+    passed: dict[str, set[str]] = {}
+    alone: list[Sample] = []
+    for rec in failing:
+        res, tests = first[f"{rec['task_id']}#ref"], rec["tests"]  # type: ignore[index]
+        listed = [*tests["fail_to_pass"], *tests["pass_to_pass"]]
+        if all(t in res.tests for t in listed):
+            passed[str(rec["task_id"])] = {t for t in listed if res.tests[t] == "passed"}
+        else:  # no outcome per test: try each alone
+            alone += [Sample(f"{rec['task_id']}#ref#{i}", {**rec, "tests": {**tests, "fail_to_pass": [t],
+                                                                              "pass_to_pass": []}}, None)
+                      for i, t in enumerate(listed)]
+    if alone:
+        LOG.info("%d reference run(s) gave no per-test outcome in the sandbox: running their %d tests one by one",
+                 len({s.task["task_id"] for s in alone}), len(alone))
+        for sid, res in run(alone).items():
+            tid, _, _ = sid.rpartition("#ref#")
+            test = next(s.task["tests"]["fail_to_pass"][0] for s in alone if s.sample_id == sid)
+            if res.outcome == "passed":
+                passed.setdefault(tid, set()).add(test)
+            else:
+                passed.setdefault(tid, set())
+    changed: dict[str, dict[str, object]] = {}
+    for rec in failing:
+        tid, tests = str(rec["task_id"]), rec["tests"]  # type: ignore[index]
+        good = passed.get(tid, set())
+        f2p = [t for t in tests["fail_to_pass"] if t in good]
+        p2p = [t for t in tests["pass_to_pass"] if t in good]
+        if not f2p:
+            report.dropped_sandbox += 1
+            LOG.info("%s: dropped, none of its FAIL_TO_PASS tests passes in the sandbox (%s)", tid,
+                     first[f"{tid}#ref"].outcome)
+            continue
+        left_out = len(tests["fail_to_pass"]) + len(tests["pass_to_pass"]) - len(f2p) - len(p2p)
+        LOG.info("%s: %d test(s) do not pass in the sandbox: left out", tid, left_out)
+        changed[tid] = {**rec, "tests": {**tests, "fail_to_pass": f2p, "pass_to_pass": p2p}}
+    if changed:
+        again = run([Sample(f"{tid}#ref", rec, None) for tid, rec in changed.items()])
+        for tid, rec in changed.items():
+            if again[f"{tid}#ref"].outcome == "passed":
+                ok.add(tid)
+                tests = rec["tests"]  # type: ignore[index]
+                old = next(r for r in failing if str(r["task_id"]) == tid)["tests"]  # type: ignore[index]
+                report.sandbox_tests_dropped += (len(old["fail_to_pass"]) + len(old["pass_to_pass"])
+                                                 - len(tests["fail_to_pass"]) - len(tests["pass_to_pass"]))
+            else:
+                report.dropped_sandbox += 1
+                LOG.info("%s: dropped, its reference still fails in the sandbox with the remaining tests (%s)",
+                         tid, again[f"{tid}#ref"].outcome)
+    return [changed.get(str(r["task_id"]), r) for r in records if str(r["task_id"]) in ok]
+
+
 def build(opts: BuildOptions) -> BuildReport:
     """Build ``opts.output`` (JSON lines); return counts. Raises :class:`BuildError` when no
     task can be built, :class:`IanvsError` on a broken source, package or environment."""
@@ -459,26 +538,32 @@ def _build(opts: BuildOptions, report: BuildReport, started: float, work: Path, 
         raise
     finally:
         pool.shutdown(wait=True)
-    records: list[dict[str, object]] = []
+    candidates: list[dict[str, object]] = []
     for job in covered:
         rec = results.get(_key(*job[:3]))
         report.blanked += 1
         if rec is None:
             report.dropped_no_failure += 1
-        elif len(records) < opts.max_tasks:
-            records.append(rec)
         else:
-            report.dropped_max_tasks += 1
+            candidates.append(rec)
+    if opts.sandbox_check and candidates:
+        candidates = _sandbox_check(candidates, src, env, pg, opts, report)
+    records = candidates[:opts.max_tasks]
+    report.dropped_max_tasks = len(candidates) - len(records)
     report.kept = len(records)
-    LOG.info("blanked %d: kept %d, dropped %d (blank still passes every covering test), %d over --max-tasks",
-             report.blanked, report.kept, report.dropped_no_failure, report.dropped_max_tasks)
+    LOG.info("blanked %d: kept %d, dropped %d (blank still passes every covering test), %d (reference fails in "
+             "the sandbox), %d over --max-tasks", report.blanked, report.kept, report.dropped_no_failure,
+             report.dropped_sandbox, report.dropped_max_tasks)
     if not records:
         raise BuildError(
             f"no task kept from {src.name}: {report.functions} functions, {report.covered} covered by the "
             f"{report.passed} passing tests, {report.blanked} blanked, {report.dropped_no_failure} still passed "
-            "every covering test when blanked",
+            f"every covering test when blanked, {report.dropped_sandbox} whose reference fails in the sandbox",
             hint="next step: " + ("no function is covered by a passing test: run the tests that exercise the "
                                   "package (--tests PATH)" if not report.covered else
+                                  "the tests need what the sandbox forbids (processes, network, files outside "
+                                  "the repository): choose other tests with --tests/--deselect"
+                                  if report.dropped_sandbox else
                                   "the covering tests do not check results; raise --max-covering"))
     if opts.authoring is not None:  # model-written problems/tests, validated (authoring.py)
         report.authoring = author(records, src.root, env, opts.authoring).as_dict()

@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="start this service for the test runs (postgres: a private server, one fresh "
                              "database per run in DATABASE_URL/PG*; needs .ci/postgres-deps.sh)")
     parser.add_argument("--suite-timeout", type=float, default=1800.0, help="seconds for the baseline run")
+    parser.add_argument("--no-sandbox-check", action="store_true",
+                        help="do not run the kept tasks' references in the sandbox (tests that cannot pass there "
+                             "then fail every sample of the job)")
     parser.add_argument("--fresh", action="store_true",
                         help="start over instead of resuming from <output>.progress of a killed build")
     decl = parser.add_argument_group(
@@ -114,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
                         authoring=authoring, suite_timeout=args.suite_timeout, fresh=args.fresh,
                         extras=args.extras, groups=args.groups, declared_deps=not args.no_declared_deps,
                         project_version=args.project_version, build_package=not args.no_build,
-                        import_roots=args.import_roots)
+                        import_roots=args.import_roots, sandbox_check=not args.no_sandbox_check)
     if (args.extras or args.groups) and args.no_declared_deps:
         raise ConfigError("--no-declared-deps cannot be combined with --extra/--group")
     if args.import_roots and any(Path(r).is_absolute() or ".." in Path(r).parts for r in args.import_roots):
