@@ -164,10 +164,51 @@ def test_src_layout_counts_and_import_roots(tmp_path: Path, repo_env: RepoEnv) -
                                "    assert double(2) == 4\n\ndef test_skip():\n    import pytest\n"
                                "    pytest.skip('no')\n\ndef test_bad():\n    assert shout('a') == 'b'\n")
     out = tmp_path / "t.jsonl"
-    report = build(BuildOptions(repo=str(root), output=out, env=repo_env.root)).as_dict()
+    report = build(BuildOptions(repo=str(root), output=out, env=repo_env.root, sandbox_check=False)).as_dict()
     assert report["collected"] == 3 and report["passed"] == 1 and report["baseline_failures"] == 1
     assert report["skipped"] == 1 and report["functions"] == 2 and report["covered"] == 1
     assert report["blanked"] == 1 and report["kept"] == 1
-    assert report["dropped"] == {"not_covered_by_a_passing_test": 1, "blank_still_passes": 0, "over_max_tasks": 0}
+    assert report["dropped"] == {"not_covered_by_a_passing_test": 1, "blank_still_passes": 0,
+                                 "reference_fails_in_sandbox": 0, "over_max_tasks": 0}
     task = json.loads(out.read_text())
     assert task["file"] == "src/tinypkg/core.py" and task["env"]["import_roots"] == ["src"]
+
+
+@pytest.mark.slow
+def test_tests_that_cannot_pass_in_the_sandbox_are_left_out(tmp_path: Path, repo_env: RepoEnv) -> None:
+    """A test that starts a process passes in the builder's direct run but cannot pass in the
+    job's sandbox: the builder runs each kept reference in the sandbox, leaves such a test out of
+    the task (the task keeps its other tests) and drops a task that only it covers."""
+    root = _write(tmp_path / "spawner", {
+        "spawnlib/__init__.py": "",
+        "spawnlib/core.py": '''
+            def double(x):
+                y = x * 2
+                return y
+
+
+            def triple(x):
+                y = x * 3
+                return y
+            ''',
+        "tests/test_core.py": '''
+            import subprocess, sys
+            from spawnlib.core import double, triple
+
+            def test_double():
+                assert double(2) == 4
+
+            def test_double_in_a_child():
+                assert double(1) == 2
+                assert subprocess.run([sys.executable, "-c", "pass"]).returncode == 0
+
+            def test_triple_in_a_child():
+                assert triple(1) == 3
+                assert subprocess.run([sys.executable, "-c", "pass"]).returncode == 0
+            '''})
+    out = tmp_path / "t.jsonl"
+    report = build(BuildOptions(repo=str(root), output=out, env=repo_env.root)).as_dict()
+    tasks = {t["qualname"]: t for t in map(json.loads, out.read_text().splitlines())}
+    assert set(tasks) == {"double"}
+    assert tasks["double"]["tests"]["fail_to_pass"] == ["tests/test_core.py::test_double"]
+    assert report["dropped"]["reference_fails_in_sandbox"] == 1 and report["tests_left_out_in_sandbox"] == 1
