@@ -4,7 +4,8 @@ writes the same tasks as an uninterrupted build.
 
 The repository's tests start a "service" of their own (``sleep`` in a new session, so neither the
 test run's process group nor its death signal reaches it): the kind of leftover only the builder's
-folder sweep can end. Its pids are recorded by the repository's conftest; the test ends any that
+folder sweep can end. Such tests cannot pass in the job's sandbox (it forbids starting processes),
+so these builds skip the sandbox check (``--no-sandbox-check``). Its pids are recorded by the repository's conftest; the test ends any that
 is still alive at the end (they are processes this test started through the build)."""
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def _repo(tmp_path: Path, pids: Path) -> Path:
 
 def _command(root: Path, out: Path, env_root: Path) -> list[str]:
     return [sys.executable, "-m", "core.cmd.benchmarking", "dataset", "repo", "--repo", str(root), "-o", str(out),
-            "--env", str(env_root), "--jobs", "1"]
+            "--env", str(env_root), "--jobs", "1", "--no-sandbox-check"]
 
 
 def _environ(tmp_path: Path) -> dict[str, str]:
