@@ -3,12 +3,14 @@
 Modules (each small, each with one job):
 
 * :mod:`.source`     -- materialise a repository (git dir/bundle, sdist, folder); identity and content hash.
+* :mod:`.project`    -- what the repository declares: PEP 517 build, import roots, test dependencies, pins.
 * :mod:`.env`        -- a cached virtual environment per repository, pinned versions recorded.
 * :mod:`.image_env`  -- the same as a docker image (``docker`` backend), or a task's ``run_env`` image.
 * :mod:`.functions`  -- AST facts: candidate functions, blanking and injection by AST position, context.
-* :mod:`.testrun`    -- run a repository's tests directly (pytest + junit XML) with timeouts.
+* :mod:`.testrun`    -- run a repository's tests directly (pytest + a result plugin) with timeouts.
 * :mod:`.coverage_map` -- per-test coverage contexts -> which tests cover which function.
 * :mod:`.builder`    -- ``ianvs dataset repo``: baseline, coverage, blank-and-verify, task records.
+* :mod:`.workdir`    -- a build's own folder, swept after a killed build (with what still runs in it).
 * :mod:`.authoring`  -- ``--llm-problems``/``--llm-tests``: model-written problems and tests,
   validated in the sandbox (prompts in :mod:`.authoring_prompts`, static checks in :mod:`.written_tests`).
 * :mod:`.view`       -- copy-on-write (hard-link farm) view of the repository per sample.

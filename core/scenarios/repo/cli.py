@@ -37,6 +37,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--service", action="append", default=[], choices=["postgres"], dest="services",
                         help="start this service for the test runs (postgres: a private server, one fresh "
                              "database per run in DATABASE_URL/PG*; needs .ci/postgres-deps.sh)")
+    parser.add_argument("--suite-timeout", type=float, default=1800.0, help="seconds for the baseline run")
+    parser.add_argument("--no-sandbox-check", action="store_true",
+                        help="do not run the kept tasks' references in the sandbox (tests that cannot pass there "
+                             "then fail every sample of the job)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="start over instead of resuming from <output>.progress of a killed build")
+    decl = parser.add_argument_group(
+        "the repository's own declarations",
+        "By default the package is built with its PEP 517 backend (an sdist's PKG-INFO version is given to "
+        "setuptools-scm/hatch-vcs), its runtime requirements and its declared test dependencies are "
+        "installed (extras or dependency groups named test/tests/testing, else dev; else tox.ini [testenv] "
+        "deps; else a requirements*test* file), and it is imported from where its modules are (src/ layouts). "
+        "Every choice is logged; these flags override them.")
+    decl.add_argument("--extra", action="append", dest="extras", metavar="NAME",
+                      help="install this extra of the package as test dependencies (repeatable; replaces the "
+                           "automatic choice)")
+    decl.add_argument("--group", action="append", dest="groups", metavar="NAME",
+                      help="install this PEP 735 (or Poetry) dependency group (repeatable; replaces the automatic choice)")
+    decl.add_argument("--no-declared-deps", action="store_true",
+                      help="install no declared test dependencies (only the runtime ones and --requirement)")
+    decl.add_argument("--project-version", metavar="X.Y.Z",
+                      help="version given to setuptools-scm/hatch-vcs when building (default: PKG-INFO's)")
+    decl.add_argument("--no-build", action="store_true",
+                      help="do not build the package: no runtime requirements from its metadata, import roots "
+                           "guessed (src/ if it holds the package) unless --import-root")
+    decl.add_argument("--import-root", action="append", dest="import_roots", metavar="DIR",
+                      help="folder (relative to the repository) put on sys.path of every test run (repeatable)")
     llm = parser.add_argument_group(
         "model-written problems and tests",
         "Ask a model (any configured generator) to write problem statements and extra unit tests for "
@@ -87,7 +114,14 @@ def run(args: argparse.Namespace) -> int:
                         env=args.env, cache_dir=args.cache_dir, test_paths=args.tests, deselect=args.deselect,
                         max_tasks=args.max_tasks, max_covering=args.max_covering, timeout=args.timeout,
                         jobs=args.jobs, licence=args.licence, services=args.services,
-                        authoring=authoring)
+                        authoring=authoring, suite_timeout=args.suite_timeout, fresh=args.fresh,
+                        extras=args.extras, groups=args.groups, declared_deps=not args.no_declared_deps,
+                        project_version=args.project_version, build_package=not args.no_build,
+                        import_roots=args.import_roots, sandbox_check=not args.no_sandbox_check)
+    if (args.extras or args.groups) and args.no_declared_deps:
+        raise ConfigError("--no-declared-deps cannot be combined with --extra/--group")
+    if args.import_roots and any(Path(r).is_absolute() or ".." in Path(r).parts for r in args.import_roots):
+        raise ConfigError("--import-root takes folders relative to the repository (no '..')")
     report = build(opts)
     sys.stdout.write(json.dumps(report.as_dict()) + "\n")
     sys.stdout.write(f"wrote {report.kept} tasks to {args.output}\n")

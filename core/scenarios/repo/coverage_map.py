@@ -2,7 +2,10 @@
 
 Uses ``pytest-cov``'s ``--cov-context=test`` in the repository environment, then reads the
 coverage database with that environment's ``coverage`` (never this interpreter's), returning
-``{relative file: {line: {test nodeid, ...}}}`` for files under ``root``.
+``{relative file: {line: {test nodeid, ...}}}`` for files under ``root``. The repository's own
+coverage configuration is not used (``--cov-config`` names an empty one): it is the builder's
+measurement, and a project's ``omit``, ``fail_under`` or coverage plugins (``covdefaults``) must
+not change it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from core.scenarios.repo.testrun import run_tests
+from core.scenarios.repo.testrun import RunResult, run_pytest
 
 __all__ = ["measure"]
 
@@ -28,14 +31,22 @@ json.dump(out, sys.stdout)
 
 
 def measure(python: Path, root: Path, timeout: float, test_ids: list[str] | None = None,
-            extra: list[str] | None = None,
-            env_extra: dict[str, str] | None = None) -> tuple[dict[str, str], dict[str, dict[int, set[str]]]]:
-    """Run the tests with coverage contexts; return (outcomes, coverage map)."""
-    with tempfile.TemporaryDirectory(prefix="ianvs-repo-cov-") as tmp:
+            extra: list[str] | None = None, env_extra: dict[str, str] | None = None,
+            import_roots: list[str] | None = None,
+            scratch: Path | None = None) -> tuple[RunResult, dict[str, dict[int, set[str]]]]:
+    """Run the tests with coverage contexts; return (the run, coverage map). A run that wrote no
+    coverage database (pytest did not start) has an empty map."""
+    with tempfile.TemporaryDirectory(prefix="ianvs-repo-cov-", dir=scratch) as tmp:
         db = str(Path(tmp, ".coverage"))
-        outcomes = run_tests(python, root, test_ids or [], timeout,
-                             extra=[f"--cov={root}", "--cov-context=test", "--cov-report=", *(extra or [])],
-                             env_extra={**(env_extra or {}), "COVERAGE_FILE": db})
+        rc = Path(tmp, "coveragerc")
+        rc.write_text("[run]\n")
+        run = run_pytest(python, root, test_ids or [], timeout,
+                         extra=[f"--cov={root}", f"--cov-config={rc}", "--cov-context=test", "--cov-report=",
+                                *(extra or [])],
+                         env_extra={**(env_extra or {}), "COVERAGE_FILE": db}, import_roots=import_roots,
+                         scratch=scratch)
+        if not Path(db).exists():
+            return run, {}
         raw = subprocess.run([str(python), "-c", _READER, db], check=True, capture_output=True, text=True).stdout
     cov: dict[str, dict[int, set[str]]] = {}
     for fname, lines in json.loads(raw).items():
@@ -43,4 +54,4 @@ def measure(python: Path, root: Path, timeout: float, test_ids: list[str] | None
         if not path.is_relative_to(root):
             continue
         cov[str(path.relative_to(root))] = {int(k): set(v) for k, v in lines.items()}
-    return outcomes, cov
+    return run, cov

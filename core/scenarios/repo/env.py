@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from core.common.errors import IanvsError
 
-__all__ = ["RepoEnv", "ensure_env", "default_cache_dir", "TEST_TOOLS", "provides_probe"]
+__all__ = ["RepoEnv", "ensure_env", "write_metadata_stub", "default_cache_dir", "TEST_TOOLS", "provides_probe"]
 
 LOG = logging.getLogger(__name__)
 
@@ -105,22 +106,45 @@ class RepoEnv:
         return {str(k): str(v) for k, v in facts["found"].items()}, [str(p) for p in facts["prefixes"]]
 
 
-def _freeze(python: Path) -> list[str]:
+def _freeze(python: Path, exclude: str | None = None) -> list[str]:
     out = subprocess.run([str(python), "-m", "pip", "freeze", "--all"], check=True, capture_output=True, text=True)
-    return sorted(line for line in out.stdout.splitlines() if line and not line.startswith("-e "))
+    skip = re.sub(r"[-_.]+", "-", exclude).lower() + "==" if exclude else None
+    return sorted(line for line in out.stdout.splitlines() if line and not line.startswith("-e ")
+                  and not (skip and re.sub(r"[-_.]+", "-", line.split("==")[0]).lower() + "==" == skip))
 
 
-def ensure_env(requirements: list[str], cache_dir: Path | None = None, existing: Path | None = None) -> RepoEnv:
+def write_metadata_stub(site_packages: Path, stub: dict[str, str]) -> Path:
+    """A metadata-only distribution of the package under test in ``site_packages``:
+    ``<name>-<version>.dist-info`` with ``METADATA`` (name and version only) and the package's
+    ``entry_points.txt``, no module. ``importlib.metadata.version(name)`` and entry points
+    (pytest plugins) then work as if the package were installed, while its code still comes only
+    from the tree (or a sample's view): :meth:`RepoEnv.provides` finds no module."""
+    name = re.sub(r"[-_.]+", "_", stub["name"])
+    info = site_packages / f"{name}-{stub['version']}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {stub['name']}\nVersion: {stub['version']}\n")
+    (info / "INSTALLER").write_text("ianvs-repo-builder\n")
+    (info / "RECORD").write_text("")
+    if stub.get("entry_points"):
+        (info / "entry_points.txt").write_text(stub["entry_points"])
+    return info
+
+
+def ensure_env(requirements: list[str], cache_dir: Path | None = None, existing: Path | None = None,
+               project: dict[str, str] | None = None) -> RepoEnv:
     """Return the environment for ``requirements`` (created and cached on first use).
 
-    The cache key is a hash of the requirements, the test tools and this interpreter's version, so
-    two repositories with the same pins share one venv. A half-built venv (no ``.complete``
-    marker) is rebuilt.
+    The cache key is a hash of the requirements, the test tools, ``project`` (the package under
+    test's metadata stub, :func:`write_metadata_stub`; the tasks' ``env.project``) and this
+    interpreter's version, so two repositories with the same pins and no stub share one venv. A
+    half-built venv (no ``.complete`` marker) is rebuilt. An ``existing`` venv is used as it is
+    (no stub is written into it).
     """
     if existing is not None:
         return RepoEnv(existing, _freeze(existing / "bin" / "python"))
     reqs = sorted(set(requirements) | set(TEST_TOOLS))
-    key = hashlib.sha256(json.dumps([sys.version, reqs]).encode()).hexdigest()[:16]
+    keyed: list[object] = [sys.version, reqs] if not project else [sys.version, reqs, project]
+    key = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:16]
     root = (cache_dir or default_cache_dir()) / key
     marker = root / ".complete"
     if not marker.exists():
@@ -136,5 +160,7 @@ def ensure_env(requirements: list[str], cache_dir: Path | None = None, existing:
                              f"{' | '.join(tail) or exc}",
                              hint="creating it installs the tasks' pinned requirements once, which needs "
                                   "the package index; later runs are offline") from None
+        if project:
+            write_metadata_stub(Path(RepoEnv(root, []).site_packages()), project)
         marker.write_text(json.dumps(reqs))
-    return RepoEnv(root, _freeze(root / "bin" / "python"))
+    return RepoEnv(root, _freeze(root / "bin" / "python", (project or {}).get("name")))

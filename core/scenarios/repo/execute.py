@@ -61,6 +61,7 @@ from core.scenarios.repo.functions import FunctionSite, InjectionError, blank, f
 from core.scenarios.repo.image_env import ImageEnv, image_provides
 from core.scenarios.repo.postgres import PostgresDatabase, PostgresService
 from core.scenarios.repo.preload import dependency_modules
+from core.scenarios.repo.testrun import config_file
 from core.scenarios.repo.view import make_view
 from core.testenvmanager.sandbox import ExecRequest, ExecResult, Executor, get_executor
 from core.testenvmanager.sandbox.base import under_any
@@ -87,10 +88,9 @@ VIEWS_IN_CONTAINER = "/opt/ianvs/views"
 _RUNNER = '''
 import json, os, sys
 sys.dont_write_bytecode = True
-sys.path[:0] = [{view!r}, *{sites!r}]
+sys.path[:0] = [*[os.path.join({view!r}, r) for r in {roots!r}], {view!r}, *{sites!r}]
 import pytest
-_CFG = next((os.path.join({view!r}, c) for c in ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
-             if os.path.isfile(os.path.join({view!r}, c))), os.devnull)
+_CFG = os.path.join({view!r}, {config!r}) if {config!r} else os.devnull
 _R = {{}}
 _WANT = {tests!r}
 class _Collect:
@@ -272,6 +272,8 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
     views: dict[str, Path] = {}
     marks: dict[str, str] = {}
     early: list[SampleResult] = []
+    cfg = config_file(root)
+    config = Path(cfg).name if cfg != os.devnull else ""  # the repository's pytest config, as the builder's
     tmp = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=views_dir))  # owner: see leftovers
     tmp.chmod(0o755)  # the sandbox's unprivileged uid reads the views (never writes them)
     try:
@@ -294,8 +296,9 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
             seen_as = f"{VIEWS_IN_CONTAINER}/{view.name}" if docker else str(view)
             # a fresh nonce per sample: a line the sample prints cannot pass for the runner's
             marks[s.sample_id] = f"{RESULT_MARK}{secrets.token_hex(8)}@@"
+            roots = [r for r in task.get("env", {}).get("import_roots", ["."]) if r not in ("", ".")]
             program = _RUNNER.format(view=seen_as, sites=sites, tests=tests, deselect=deselect,
-                                     mark=marks[s.sample_id])
+                                     mark=marks[s.sample_id], roots=roots, config=config)
             requests.append(ExecRequest(id=s.sample_id, mode=ExecMode.SCRIPT, program=program, test="",
                                         timeout=timeout, memory_mb=2048, read_paths=(seen_as,)))
         yield from early

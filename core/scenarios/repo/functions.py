@@ -104,7 +104,9 @@ _FENCE = re.compile(r"```[a-zA-Z0-9_+-]*\n(.*?)```", re.S)
 
 
 def _candidate_def(code: str, name: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]:
-    blocks = _FENCE.findall(code) or [code]
+    """The function ``name`` of a fenced block of ``code``, else of ``code`` as a whole (a
+    docstring may hold a fenced example: the whole text is tried when no block defines it)."""
+    blocks = [*_FENCE.findall(code), code]
     for block in blocks:
         text = textwrap.dedent(block)
         try:

@@ -13,6 +13,7 @@ the sandbox.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,18 @@ def _check_nested(record: Mapping[str, Any], source: str | None, line: int | Non
     env = record.get("env", {})
     if not isinstance(env, Mapping) or not isinstance(env.get("requirements", []), list):
         raise DatasetError("field 'env.requirements' must be a list of pins", source=source, line=line)
+    roots = env.get("import_roots", ["."])
+    if not isinstance(roots, list) or not all(isinstance(r, str) and r and not r.startswith("/")
+                                              and ".." not in r.split("/") for r in roots):
+        raise DatasetError(f"field 'env.import_roots' must be a list of folders relative to the repository, "
+                           f"got {roots!r}", source=source, line=line)
+    project = env.get("project")
+    if project is not None and not (isinstance(project, Mapping) and isinstance(project.get("name"), str)
+                                    and isinstance(project.get("version"), str)
+                                    and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+!-]*", project["version"])
+                                    and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", project["name"])):
+        raise DatasetError("field 'env.project' must be {name, version, entry_points} of the package under test",
+                           source=source, line=line)
     pos = record.get("position")
     if not isinstance(pos, Mapping) or not isinstance(pos.get("def_line"), int) \
             or isinstance(pos.get("def_line"), bool):

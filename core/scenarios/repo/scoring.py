@@ -211,7 +211,7 @@ def _environment(first: Mapping[str, Any], sandbox: _Sandbox) -> RepoEnv | Image
     _check_task(first, sandbox)
     requirements = list(first.get("env", {}).get("requirements") or [])
     if sandbox.backend == "local":
-        return ensure_env(requirements)
+        return ensure_env(requirements, project=first.get("env", {}).get("project"))
     env = ensure_image_env(requirements, run_env=first.get("run_env"), base=sandbox.base_image,
                            docker_host=sandbox.docker_host)
     return replace(env, options=dict(sandbox.docker_options))

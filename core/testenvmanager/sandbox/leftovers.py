@@ -18,6 +18,8 @@ kind            where / how it is named                                 owner
                                                                         container uses it)
 ``postgres``    ``<tmp>/ianvs-pg-<pid>-<random>`` (a temp cluster)      the harness process
 ``repo-views``  ``<cache>/repo-views/run-<pid>-<random>``               the scoring process
+``repo-builds`` ``<cache>/repo-builds/<pid>-<start ticks>-<random>``    the ``ianvs dataset repo``
+                (:mod:`core.scenarios.repo.workdir`)                    process
 ``edge``        processes with ``IANVS_EDGE_OWNER=<pid>:<start>`` in    the process that ran
                 their environment (:class:`core.edge.processes.EdgeCluster`) the cluster
 ``netns``       ``/run/netns/ianvs-<pid>-<label>``                      the process that made it
@@ -44,7 +46,7 @@ from typing import Any, Callable, Iterable
 from .owners import alive_since, pid_alive, token_alive
 
 __all__ = ["Leftover", "KINDS", "cgroups", "scratch_dirs", "docker_control_dirs",
-           "docker_objects", "postgres_dirs", "repo_views", "edge_processes", "netns",
+           "docker_objects", "postgres_dirs", "repo_views", "repo_builds", "edge_processes", "netns",
            "uid_leases", "discover", "remove", "remove_cgroup", "sweep_executor_leftovers",
            "EDGE_OWNER_ENV", "netns_name"]
 
@@ -58,6 +60,7 @@ _SANDBOX_RE = re.compile(r"^ianvs-sandbox-(\d+)-[0-9a-f]+$")
 _CTL_RE = re.compile(r"^ianvs-docker-ctl-(\d+)-")
 _PG_RE = re.compile(r"^ianvs-pg-(\d+)-")  # core.scenarios.repo.postgres._PREFIX + pid
 _VIEWS_RE = re.compile(r"^run-(?:(\d+)-)?")
+_BUILDS_RE = re.compile(r"^(\d+)-(\d+)-[0-9a-f]+$")
 _NETNS_RE = re.compile(r"^ianvs-(\d+)-[A-Za-z0-9_.-]+$")
 
 
@@ -235,6 +238,24 @@ def repo_views(views_dir: str | None = None) -> list[Leftover]:
     return _scan(views_dir, _VIEWS_RE, "repo-views")
 
 
+def repo_builds(builds_dir: str | None = None) -> list[Leftover]:
+    """Build folders of ``ianvs dataset repo`` (``<pid>-<start ticks>-<random>``; owner: that
+    exact process). Removing one first kills the processes working inside it."""
+    if builds_dir is None:
+        try:
+            from core.scenarios.repo.workdir import default_builds_dir
+
+            builds_dir = str(default_builds_dir())
+        except Exception as exc:  # noqa: BLE001 - the repo kind's extras are optional
+            LOGGER.debug("repo builds: %s", exc)
+            return []
+
+    def alive(pid: int, path: str) -> bool:
+        match = _BUILDS_RE.match(os.path.basename(path))
+        return token_alive(f"{pid}:{match.group(2)}") if match else True
+    return _scan(builds_dir, _BUILDS_RE, "repo-builds", alive)
+
+
 def edge_processes() -> list[Leftover]:
     """Dask scheduler/worker processes started by :class:`core.edge.processes.EdgeCluster`
     (they carry ``IANVS_EDGE_OWNER`` in their environment)."""
@@ -292,7 +313,7 @@ def uid_leases() -> list[Leftover]:
 KINDS: dict[str, Callable[[], list[Leftover]]] = {
     "cgroup": cgroups, "scratch": scratch_dirs, "docker-ctl": docker_control_dirs,
     "docker": docker_objects, "postgres": postgres_dirs, "repo-views": repo_views,
-    "edge": edge_processes, "netns": netns, "uid-lease": uid_leases,
+    "repo-builds": repo_builds, "edge": edge_processes, "netns": netns, "uid-lease": uid_leases,
 }
 
 
@@ -424,6 +445,10 @@ def _remove(item: Leftover) -> bool:
         return remove_cgroup(item.name)
     if item.kind in ("scratch", "docker-ctl", "repo-views"):
         return _remove_tree(item.name)
+    if item.kind == "repo-builds":
+        from core.scenarios.repo.workdir import remove_dead_build
+
+        return remove_dead_build(item.name)
     if item.kind == "postgres":
         return _remove_postgres(item.name)
     if item.kind in ("container", "volume"):

@@ -40,7 +40,8 @@ def test_build_with_test_paths_and_deselect(mini_repo: Path, repo_env: RepoEnv, 
     out = tmp_path / "tasks.jsonl"
     broken = "tests/test_core.py::test_broken_upstream"
     report = build(BuildOptions(repo=str(mini_repo), output=out, env=repo_env.root,
-                                test_paths=["tests/test_core.py"], deselect=[broken], max_tasks=2))
+                                test_paths=["tests/test_core.py"], deselect=[broken], max_tasks=2,
+                                sandbox_check=False))
     tasks = [json.loads(line) for line in out.read_text().splitlines()]
     assert report.baseline_failures == [] and report.kept == 2 and len(tasks) == 2
     assert all(t["tests"]["deselect"] == [broken] for t in tasks)

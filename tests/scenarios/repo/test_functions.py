@@ -55,3 +55,12 @@ def test_context_is_bounded_and_blanked() -> None:
 
 def test_one_line_bodies_are_not_candidates() -> None:
     assert find_functions("def f(): return 1\n") == []
+
+
+def test_inject_a_function_whose_docstring_holds_a_fenced_example() -> None:
+    """humanize's docstrings hold ```pycon blocks: the fenced block defines no function, so the
+    whole text is used (it used to be a syntax_error for the reference itself)."""
+    src = 'def f(x):\n    """Doc.\n\n    ```pycon\n    >>> f(1)\n    2\n    ```\n    """\n    return x + 1\n'
+    site = find_functions(src)[0]
+    answer = 'def f(x):\n    """Doc.\n\n    ```pycon\n    >>> f(1)\n    2\n    ```\n    """\n    return 1 + x\n'
+    assert inject(src, site, answer).endswith("    return 1 + x\n")
