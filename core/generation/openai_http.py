@@ -116,8 +116,9 @@ class OpenAIGenerator(Generator):
 
     def describe(self) -> dict[str, Any]:
         """Endpoint (sanitised), model and extra body fields; never the key."""
-        identity = {"generator": self.name, "endpoint": sanitize_url(self.base_url),
-                    "model": self.model, "extra_body": self.extra_body}
+        identity: dict[str, Any] = {"generator": self.name,
+                                    "endpoint": sanitize_url(self.base_url),
+                                    "model": self.model, "extra_body": self.extra_body}
         if self.logprobs:  # answers cached without log-probabilities are not reused then
             identity["logprobs"] = True
         return identity
