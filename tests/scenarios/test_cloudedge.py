@@ -112,6 +112,9 @@ def test_routers_decide_as_their_checks_say(job: Path) -> None:
     assert float(ex["pass@1"]) == 1.0
     assert float(ex["cloud_share"]) == round(up / n, 4)
     assert float(ex["check_s"]) > 0  # its sandbox runs are counted
+    # a replay cannot write tests: SelfTests finds no valid test and sends every task up
+    st = one("self_tests")
+    assert float(st["cloud_share"]) == 1.0 and float(st["pass@1"]) == 1.0
     # no log-probabilities in a replay: Confidence sends everything up, and says so
     for row in rows["confidence"]:
         assert float(row["cloud_share"]) == 1.0
@@ -132,7 +135,8 @@ def test_routers_decide_as_their_checks_say(job: Path) -> None:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # one answer per task and model in the job's cache, whatever the number of routers
     cache = job / "workspace" / "cloudedge_bench" / "jointinference-cache" / "generations.jsonl"
-    keys = [json.loads(line)["key"] for line in cache.read_text().splitlines()]
+    lines = [json.loads(line) for line in cache.read_text().splitlines()]
+    keys = [g["key"] for g in lines if "#" not in g["task_id"]]  # '#selftests': SelfTests' asks
     assert len(keys) == len(set(keys)) == 2 * n
 
 
@@ -147,7 +151,7 @@ def test_the_shipped_job_runs_with_the_two_real_models(tmp_path: Path) -> None:
     job = bench / "cloudedge"
     jobfile = job / "benchmarkingjob.yaml"
     text = jobfile.read_text()
-    keep = ("oracle", "edge_only", "cloud_only", "confidence")
+    keep = ("oracle", "edge_only", "cloud_only", "confidence", "self_tests")
     lines = text.splitlines()
     out, skip = [], False
     for line in lines:
@@ -171,6 +175,10 @@ def test_the_shipped_job_runs_with_the_two_real_models(tmp_path: Path) -> None:
     for group in rows.values():
         for row in group:
             assert row["oracle_pass@1"] not in ("", "nan")
+    # the edge model wrote tests and they ran in the sandbox: a cost, and a stored run per test
+    assert float(rows["self_tests"][0]["check_s"]) > 0
+    units = job / "workspace" / "cloudedge_bench" / "jointinference-cache" / "selftests_units.jsonl"
+    assert units.read_text().strip()
 
 
 def test_pareto_front_keeps_only_undominated_points() -> None:

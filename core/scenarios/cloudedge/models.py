@@ -163,6 +163,19 @@ class CodeModel:
         self._note(role, request.task_id, gen)
         return response(gen, role, cached)
 
+    def generate_cached(self, request: GenerationRequest) -> tuple[Generation, bool]:
+        """One sample of ``request`` from this model, through the job's cache (routers that ask
+        the edge model something else, e.g. tests, use it); ``(generation, was_cached)``."""
+        records = self.ctx.records if self.ctx else []
+        identity = self._model_identity(records)
+        assert self._cache is not None
+        key = sample_key(identity, request, 0)
+        gen = self._cache.get(key)
+        if gen is not None:
+            return gen, True
+        generator = self._ensure_generator(records)
+        return next(iter(self._cache.append(generator.generate([request])))), False
+
     def _note(self, role: str, task_id: str, gen: Generation) -> None:
         """One line of ``answers.jsonl`` (job-wide) for the metrics: this model's answer to
         ``task_id`` is the cached sample ``gen.key`` (a later line wins)."""

@@ -21,6 +21,10 @@ router                  mode         hard when
 ``Confidence``          inference-   the edge answer's ``statistic`` (``mean`` or ``min``) token
                         then-mining  log-probability is below ``threshold``; an answer without
                                      log-probabilities goes to the cloud
+``SelfTests``           inference-   the edge's program fails a test the edge model wrote for the
+                        then-mining  task (the self-align scenario's structured reply, static
+                                     check and sandbox runner); ``no_tests`` says where tasks
+                                     without a valid model-written test go (``cloud``)
 ======================= ============ =======================================================
 
 Every check that runs code runs it in the sandbox (the boundary tier by default: the verdict
@@ -186,3 +190,98 @@ def _as_prediction(answer: Any) -> dict[str, Any]:
         return answer
     raise ConfigError("ExampleTests needs the edge model's answer with its program (a CodeModel "
                       "edgemodel in inference-then-mining mode)")
+
+
+class SelfTests(_Router):
+    """Escalate when the edge's program fails tests the edge model itself wrote for the task.
+
+    The edge model is asked, in chat mode with a JSON schema (llama.cpp turns it into a
+    grammar), for ``tests_per_task`` one-line asserts calling the function; the request goes
+    through the job's answer cache like every answer. Each test is checked statically
+    (:func:`core.scenarios.selfalign.units.check_unit`: invalid ones, e.g. not calling the
+    function or importing something unavailable, are counted and never run) and the valid ones
+    run one by one against the edge's program in the sandbox
+    (:class:`core.scenarios.selfalign.sandbox.UnitRunner`, a fresh judge per test, results
+    cached job-wide). ``check_s`` counts the tests' generation (as measured when generated) and
+    their sandbox runs."""
+
+    modes = ("inference-then-mining",)
+
+    def __init__(self, tests_per_task: int = 3, max_tokens: int = 256,
+                 no_tests: str = "cloud", **params: Any) -> None:
+        super().__init__(**params)
+        if no_tests not in ("cloud", "edge"):
+            raise ConfigError(f"SelfTests no_tests must be 'cloud' or 'edge', got {no_tests!r}")
+        if int(tests_per_task) < 1:
+            raise ConfigError(f"SelfTests tests_per_task must be >= 1, got {tests_per_task!r}")
+        self.tests_per_task, self.max_tokens = int(tests_per_task), int(max_tokens)
+        self.no_tests = no_tests
+        self.runner: Any = None
+
+    def bind(self, ctx: Any) -> None:
+        from core.scenarios.selfalign.sandbox import SandboxSettings, UnitRunner
+        from core.testenvmanager.testenv.testenv import SANDBOX_KEYS
+
+        super().bind(ctx)
+        sandbox = dict(ctx.sandbox or {})
+        timeout = sandbox.get("timeout", "auto")
+        self.runner = UnitRunner(SandboxSettings(
+            backend=str(sandbox.get("backend", "local")),
+            options={k: v for k, v in sandbox.items() if k not in SANDBOX_KEYS},
+            timeout=float(timeout) if isinstance(timeout, (int, float)) else 3.0,
+            memory_mb=int(sandbox.get("memory_mb", 1024))), ctx.cache_dir / "selftests_units.jsonl")
+
+    def _request(self, record: dict[str, Any]) -> Any:
+        from core.generation.types import DecodingSettings, GenerationRequest
+        from core.scenarios.selfalign.reply import reply_schema, response_format
+
+        entry = str(record.get("entry_point") or "")
+        system = (f"You write unit tests for a Python function. Reply with one JSON object whose "
+                  f"\"tests\" field holds {self.tests_per_task} tests; each test is one assert "
+                  f"statement that calls `{entry}` with concrete arguments and compares its "
+                  f"result with the value the description says it must return.")
+        user = f"Write the tests for `{entry}`:\n```python\n{str(record.get('prompt') or '').rstrip()}\n```"
+        schema = reply_schema(False, True, self.tests_per_task, "assert")
+        return GenerationRequest(task_id=f"{record.get('task_id')}#selftests",
+                                 prompt=str(record.get("prompt") or ""), entry_point=entry,
+                                 mode="chat", decoding=DecodingSettings(max_tokens=self.max_tokens),
+                                 messages=({"role": "system", "content": system},
+                                           {"role": "user", "content": user}),
+                                 response_format=response_format(schema))
+
+    def __call__(self, data: Any = None) -> bool:
+        from core.scenarios.selfalign.reply import parse_reply
+        from core.scenarios.selfalign.units import check_unit
+
+        record = self._record()
+        entry = str(record.get("entry_point") or "")
+        answer = _as_prediction(data)
+        started = time.perf_counter()
+        gen, cached = self.ctx.edgemodel.generate_cached(self._request(record))
+        spent = gen.latency_s if cached else 0.0  # a cached generation keeps its cost
+        parsed = parse_reply(gen.raw_output, want_code=False, want_tests=True) if gen.error is None \
+            else None
+        units = [check_unit(t, entry, str(record.get("prompt") or ""))
+                 for t in (parsed.tests or ())] if parsed is not None and parsed.error is None else []
+        valid = [u for u in units if u.valid]
+        self.counts["invalid_tests"] = self.counts.get("invalid_tests", 0) + len(units) - len(valid)
+        if parsed is None or parsed.error is not None:
+            self._count("unparsed_replies")
+        if not valid:
+            self._count("no_valid_tests")
+            self._cost(started)
+            self.ctx.costs[self.ctx.current] += spent
+            return self.no_tests == "cloud"
+        program = str((answer.get("samples") or [{}])[0].get("code") or "")
+        outcomes = self.runner.run(program, valid, entry, helpers=str(record.get("prompt") or ""))
+        self._cost(started)
+        self.ctx.costs[self.ctx.current] += spent
+        failed = any(not o.passed for o in outcomes)
+        self._count("self_tests_failed" if failed else "self_tests_passed")
+        return failed
+
+    def cleanup(self) -> None:
+        super().cleanup()
+        if self.runner is not None:
+            self.runner.close()
+            self.runner = None

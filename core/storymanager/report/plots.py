@@ -200,6 +200,9 @@ def cost_quality_plane(algorithms: Sequence[str], shares: Sequence[float],
     ax.set_ylim(0, max(1.0, max(p[2] for p in pts) * 1.05))
     ax.set_title("cost/quality plane: correctness bought by cloud traffic")
     ax.legend(loc="lower right", fontsize=8)
+    return _png(fig)
+
+
 def per_try_curves(labels: Sequence[str], curves: Sequence[Mapping[str, Any]]) -> bytes | None:
     """Self-align test cases: alignment (solid) and hidden pass@1 (dashed) against the try
     number, one colour per test case; false alignment (dotted) where defined."""

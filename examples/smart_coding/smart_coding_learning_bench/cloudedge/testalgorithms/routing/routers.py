@@ -6,6 +6,7 @@ from core.scenarios.cloudedge import routers
 
 __all__ = ["ROUTERS"]
 
-ROUTERS = ("EdgeOnly", "CloudOnly", "RandomRouter", "OracleRouter", "ExampleTests", "Confidence")
+ROUTERS = ("EdgeOnly", "CloudOnly", "RandomRouter", "OracleRouter", "ExampleTests", "Confidence",
+           "SelfTests")
 for _name in ROUTERS:
     ClassFactory.register_cls(getattr(routers, _name), ClassType.HEM, alias=_name)
