@@ -80,3 +80,20 @@ def test_single_unnamed_block_is_the_tasks_one_file(root: Path) -> None:
     assert parse_change(reply, root, [], default_path="pkg/calc.py").edits == {"pkg/calc.py": NEW}
     two = reply + "and a helper:\n```python\nX = 1\n```\n"
     assert parse_change(two, root, [], default_path="pkg/calc.py").failure == "no_change"
+
+
+def test_diff_is_applied_outside_any_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Even with the scratch space inside a git work tree, a diff edits the scratch copy only."""
+    outer = tmp_path / "outer"
+    (outer / "pkg").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(outer)], check=True)
+    (outer / "pkg" / "calc.py").write_text(OLD)
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "calc.py").write_text(OLD)
+    monkeypatch.setenv("TMPDIR", str(outer))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    parsed = parse_change(f"```diff\n{_git_diff(root, NEW, tmp_path)}```", root, [])
+    assert parsed.edits == {"pkg/calc.py": NEW}
+    assert (outer / "pkg" / "calc.py").read_text() == OLD and (root / "pkg" / "calc.py").read_text() == OLD

@@ -102,8 +102,10 @@ def _apply(diff: str, root: Path, tests: set[str]) -> ParsedChange:
         scratch.mkdir()
         patch = Path(tmp, "change.patch")
         patch.write_text(diff, encoding="utf-8")
+        # outside any repository: git must not find one above the scratch tree (it would apply
+        # the patch relative to that repository's root)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "GIT_CONFIG_NOSYSTEM": "1",
-               "GIT_CONFIG_GLOBAL": os.devnull, "LANG": "C.UTF-8"}
+               "GIT_CONFIG_GLOBAL": os.devnull, "LANG": "C.UTF-8", "GIT_CEILING_DIRECTORIES": tmp}
         listed = subprocess.run(["git", "apply", "--recount", "--numstat", str(patch)], cwd=scratch,
                                 capture_output=True, text=True, env=env, check=False)
         if listed.returncode != 0:
