@@ -45,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from core.common.errors import IanvsError
 from core.scenarios.repo.authoring import AuthoringOptions, author
@@ -338,6 +338,11 @@ def _key(rel: str, site_qualname: str, def_line: int) -> str:
     return f"{rel}::{site_qualname}@{def_line}"
 
 
+def _tests(record: dict[str, object]) -> dict[str, list[str]]:
+    """A task record's ``tests`` (``fail_to_pass``, ``pass_to_pass``), typed."""
+    return cast("dict[str, list[str]]", record["tests"])
+
+
 def _sandbox_check(records: list[dict[str, object]], src: RepoSource, env: RepoEnv,
                    pg: PostgresService | None, opts: BuildOptions, report: BuildReport) -> list[dict[str, object]]:
     """Run every candidate's reference as the job will: in the sandbox (``execute.run_samples``,
@@ -363,7 +368,7 @@ def _sandbox_check(records: list[dict[str, object]], src: RepoSource, env: RepoE
     passed: dict[str, set[str]] = {}
     alone: list[Sample] = []
     for rec in failing:
-        res, tests = first[f"{rec['task_id']}#ref"], rec["tests"]  # type: ignore[index]
+        res, tests = first[f"{rec['task_id']}#ref"], _tests(rec)
         listed = [*tests["fail_to_pass"], *tests["pass_to_pass"]]
         if all(t in res.tests for t in listed):
             passed[str(rec["task_id"])] = {t for t in listed if res.tests[t] == "passed"}
@@ -383,7 +388,7 @@ def _sandbox_check(records: list[dict[str, object]], src: RepoSource, env: RepoE
                 passed.setdefault(tid, set())
     changed: dict[str, dict[str, object]] = {}
     for rec in failing:
-        tid, tests = str(rec["task_id"]), rec["tests"]  # type: ignore[index]
+        tid, tests = str(rec["task_id"]), _tests(rec)
         good = passed.get(tid, set())
         f2p = [t for t in tests["fail_to_pass"] if t in good]
         p2p = [t for t in tests["pass_to_pass"] if t in good]
@@ -400,8 +405,8 @@ def _sandbox_check(records: list[dict[str, object]], src: RepoSource, env: RepoE
         for tid, rec in changed.items():
             if again[f"{tid}#ref"].outcome == "passed":
                 ok.add(tid)
-                tests = rec["tests"]  # type: ignore[index]
-                old = next(r for r in failing if str(r["task_id"]) == tid)["tests"]  # type: ignore[index]
+                tests = _tests(rec)
+                old = _tests(next(r for r in failing if str(r["task_id"]) == tid))
                 report.sandbox_tests_dropped += (len(old["fail_to_pass"]) + len(old["pass_to_pass"])
                                                  - len(tests["fail_to_pass"]) - len(tests["pass_to_pass"]))
             else:
@@ -458,7 +463,7 @@ def _build(opts: BuildOptions, report: BuildReport, started: float, work: Path, 
         run, cov = measure(env.python, src.root, opts.suite_timeout, opts.test_paths, extra,
                            env_extra=database_env("baseline"), import_roots=decided.import_roots, scratch=work)
         passing = {t for t, o in run.outcomes.items() if o == "passed"}
-        counts = {"collected": run.collected, "passed": len(passing),
+        counts: dict[str, Any] = {"collected": run.collected, "passed": len(passing),
                   "failed": sorted(t for t, o in run.outcomes.items() if o == "failed"),
                   "skipped": sum(1 for o in run.outcomes.values() if o == "skipped"),
                   "collection_errors": len(run.errors)}

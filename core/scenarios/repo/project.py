@@ -335,17 +335,17 @@ def choose_test_dependencies(root: Path, extras: list[str], want_extras: list[st
             out = [DepsChoice("extra", e.strip(), "tox.ini [testenv] extras")
                    for e in cfg.get("testenv", "extras", fallback="").split()
                    if any(normalise(e.strip()) == normalise(x) for x in extras)]
-            deps: list[str] = []
+            tox_deps: list[str] = []
             for line in cfg.get("testenv", "deps", fallback="").splitlines():
                 line = line.strip()
                 if not line or "{" in line or line.startswith("#"):
                     continue
                 if line.startswith("-r"):
-                    deps += _requirements_file((root / line[2:].strip()).resolve(), root, set())
+                    tox_deps += _requirements_file((root / line[2:].strip()).resolve(), root, set())
                 elif not line.startswith(("-", ".")):
-                    deps.append(line)
-            if deps:
-                out.append(DepsChoice("tox", "testenv", "tox.ini [testenv] deps", tuple(deps)))
+                    tox_deps.append(line)
+            if tox_deps:
+                out.append(DepsChoice("tox", "testenv", "tox.ini [testenv] deps", tuple(tox_deps)))
             if out:
                 return out
     files = sorted({p for pattern in ("*requirements*test*.txt", "test*requirements*.txt", "requirements/test*.txt",
