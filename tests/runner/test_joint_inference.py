@@ -145,3 +145,71 @@ def test_mode_in_the_job_file_is_ignored_with_a_pointer(job: Path) -> None:
     res = run_cli("validate", "-f", "benchmarkingjob.yaml", cwd=job)
     assert res.returncode == 0, res.stderr
     assert "hard_example_mining_mode" in res.stderr and "testenv or the algorithm YAML" in res.stderr
+
+
+def test_a_dataset_processor_transforms_the_items_first(job: Path) -> None:
+    """As upstream: the processor gets the parsed test set and its items are what the models and
+    the router see."""
+    (job / "testalgorithms" / "query-routing" / "data_processor.py").write_text(
+        "from sedna.common.class_factory import ClassFactory, ClassType\n\n"
+        "__all__ = ['Spaced']\n\n\n"
+        "@ClassFactory.register(ClassType.GENERAL, alias='Spaced')\n"
+        "class Spaced:\n"
+        "    '''Rewrites '3+1' as '3 + 1'; the models must then strip the spaces.'''\n\n"
+        "    def __call__(self, dataset):\n"
+        "        dataset.x = [x.replace('+', ' + ') for x in dataset.x]\n"
+        "        return dataset\n")
+    alg = job / ROUTERS
+    alg.write_text(alg.read_text().replace(
+        "  modules:\n",
+        '  modules:\n    - type: "dataset_processor"\n      name: "Spaced"\n'
+        '      url: "./testalgorithms/query-routing/data_processor.py"\n', 1))
+    model = job / "testalgorithms" / "query-routing" / "edge_model.py"
+    seen = job / "seen.txt"
+    model.write_text(model.read_text().replace(
+        "        a, b = (int(v) for v in data.split(\"+\"))\n",
+        f"        open({str(seen)!r}, 'a').write(data + '\\n')\n"
+        "        a, b = (int(v) for v in data.split(\"+\"))\n", 1))
+    res = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", cwd=job)
+    assert res.returncode == 0, res.stderr
+    assert seen.read_text().splitlines() == [q.replace("+", " + ") for q, _a in _truth(job)]
+
+
+def test_a_killed_run_resumes_without_asking_for_finished_items(job: Path) -> None:
+    """kill -9 of ``ianvs`` mid-run: the rerun asks the edge model only for the items whose
+    prediction was not stored (at most the one in flight is asked twice)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.runner.conftest import REPO
+
+    model = job / "testalgorithms" / "query-routing" / "edge_model.py"
+    calls = job / "calls.txt"
+    model.write_text(model.read_text().replace(
+        "        a, b = (int(v) for v in data.split(\"+\"))\n",
+        "        import time\n"
+        f"        open({str(calls)!r}, 'a').write(data + '\\n')\n"
+        "        time.sleep(0.4)\n"
+        "        a, b = (int(v) for v in data.split(\"+\"))\n", 1))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-m", "core.cmd.benchmarking", "-f",
+                             "benchmarkingjob.yaml", "--no-progress"], cwd=job, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not calls.exists() or len(calls.read_text().split()) < 5):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    first = calls.read_text().split()
+    assert 5 <= len(first) < len(_truth(job)), "killed mid-run"
+    res = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", cwd=job)
+    assert res.returncode == 0, res.stderr
+    asked = calls.read_text().split()[len(first):]
+    questions = [q for q, _a in _truth(job)]
+    assert asked == questions[len(questions) - len(asked):]  # only the tail, in order
+    assert len(asked) <= len(questions) - len(first) + 1
+    row, = _all_rank(job)
+    assert float(row["Accuracy"]) == round(100 * _edge_right(job), 2)
