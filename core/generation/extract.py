@@ -33,6 +33,7 @@ import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
+from core.common import pyast
 
 _FENCE_RE = re.compile(
     r"^[ \t]*(?P<fence>```+|~~~+)[ \t]*(?P<lang>[\w+.#-]*)[^\n]*\n(?P<body>.*?)(?:^[ \t]*(?P=fence)[ \t]*$|\Z)",
@@ -75,7 +76,7 @@ def fenced_blocks(text: str) -> list[CodeBlock]:
 
 def _parses(code: str) -> bool:
     try:
-        ast.parse(code)
+        pyast.parse(code)
     except (SyntaxError, ValueError):
         return False
     return True
@@ -86,7 +87,7 @@ def defines(code: str, name: str | None) -> bool:
     if not name:
         return False
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except (SyntaxError, ValueError):
         return False
     return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name
@@ -146,7 +147,7 @@ def strip_example_usage(code: str) -> str:
     Code that does not parse is returned unchanged.
     """
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except (SyntaxError, ValueError):
         return code
     lines = code.splitlines(keepends=True)

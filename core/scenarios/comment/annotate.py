@@ -27,6 +27,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
+from core.common import pyast
 
 _DIRECTIVE = re.compile(r"^(!|noqa\b|type:|pragma\b|-\*-|fmt:|pylint:|mypy:|isort:)", re.I)
 _SIGNIFICANT = (tokenize.NAME, tokenize.OP, tokenize.NUMBER, tokenize.STRING)
@@ -46,7 +47,7 @@ class Annotation:
 
 def _parse(source: str) -> ast.Module | None:
     try:
-        return ast.parse(source)
+        return pyast.parse(source)
     except (SyntaxError, ValueError):
         return None
 

@@ -31,6 +31,7 @@ from typing import Any
 from core.scenarios.comment.annotate import (code_fingerprint, extract_annotations,
                                              render_annotations, strip_comments)
 from core.scenarios.sources import opened_source
+from core.common import pyast
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def records_from_file(path: Path, rel: str, opts: CommentBuildOptions
     """Candidate records of one file (unfiltered for duplicates)."""
     try:
         text = path.read_text(encoding="utf-8")
-        tree = ast.parse(text)
+        tree = pyast.parse(text)
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
         logger.debug("skipped %s: %s", path, exc)
         return

@@ -37,6 +37,7 @@ from typing import Any
 from core.common.jsonl import iter_jsonl
 from core.scenarios.trajectories.git import GitRepo, open_repo
 from core.scenarios.trajectories.periods import commit_time, in_window
+from core.common import pyast
 
 __all__ = ["CommitTaskOptions", "build_commit_tasks", "outline", "add_arguments", "run",
            "DROP_REASONS"]
@@ -62,7 +63,7 @@ def outline(source: str) -> list[str]:
     """``"<line>: <header>"`` for every class and function of a Python source, indented by
     nesting (decorators left out); empty when it does not parse."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except (SyntaxError, ValueError):
         return []
     lines = source.splitlines()

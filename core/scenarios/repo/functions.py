@@ -19,6 +19,7 @@ import re
 import textwrap
 import warnings
 from dataclasses import dataclass
+from core.common import pyast
 
 __all__ = ["FunctionSite", "InjectionError", "find_functions", "blank", "inject", "defines_function", "context_for"]
 
@@ -90,7 +91,7 @@ def find_functions(source: str) -> list[FunctionSite]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     return _sites(tree, source.splitlines(keepends=True))
 
 
@@ -116,7 +117,7 @@ def _candidate_def(code: str, name: str) -> tuple[ast.FunctionDef | ast.AsyncFun
     for block in blocks:
         text = textwrap.dedent(block)
         try:
-            tree = ast.parse(text)
+            tree = pyast.parse(text)
         except SyntaxError:
             continue
         for node in ast.walk(tree):
@@ -168,7 +169,7 @@ def context_for(source: str, site: FunctionSite, limit: int = CONTEXT_LIMIT) -> 
     function, with the function itself blanked; the nearest code is kept when trimming.
     """
     lines = blank(source, site).splitlines(keepends=True)
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     imports = "".join("".join(lines[n.lineno - 1:(n.end_lineno or n.lineno)])
                       for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
     before = "".join(lines[:site.def_line - 1])

@@ -22,6 +22,7 @@ import logging
 import warnings
 from pathlib import Path
 from typing import Iterable, Iterator
+from core.common import pyast
 
 __all__ = ["dependency_modules"]
 
@@ -90,7 +91,7 @@ def dependency_modules(root: Path, site: str | Path, files: Iterable[Path] | Non
         try:
             with warnings.catch_warnings():  # the repository's invalid escapes are not ours to report
                 warnings.simplefilter("ignore")
-                tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+                tree = pyast.parse(path.read_text(encoding="utf-8", errors="replace"))
         except (SyntaxError, ValueError, OSError):
             continue
         for name in _imported(tree):

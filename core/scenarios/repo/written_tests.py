@@ -22,6 +22,7 @@ import ast
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from core.common import pyast
 
 __all__ = ["Candidate", "parse_candidate", "unsafe_reason", "prune", "allowed_imports", "SAFE_STDLIB"]
 
@@ -68,7 +69,7 @@ def _span(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[
 def parse_candidate(code: str) -> Candidate | str:
     """The :class:`Candidate`, or the drop reason ``syntax_error`` / ``no_tests``."""
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except (SyntaxError, ValueError):
         return "syntax_error"
     tests: dict[str, tuple[int, int]] = {}
@@ -109,7 +110,7 @@ def allowed_imports(repo_root: Path, site_packages: str | None) -> frozenset[str
 
 def unsafe_reason(code: str, allowed: frozenset[str]) -> str | None:
     """``None`` when ``code`` passes the static filter, else a one-line reason (first offence)."""
-    tree = ast.parse(code)
+    tree = pyast.parse(code)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:

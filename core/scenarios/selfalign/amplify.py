@@ -36,6 +36,7 @@ from typing import Any
 from core.common.progress import progress_bar
 from core.scenarios.selfalign.sandbox import SandboxSettings, UnitRunner
 from core.scenarios.selfalign.units import VALID, UnitCheck
+from core.common import pyast
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ METHOD = "type-aware mutation of the given inputs; outputs of the reference run 
 def given_inputs(test: str) -> list[tuple[Any, ...]]:
     """Literal argument tuples of the ``candidate(...)`` calls in ``test``, in order, unique."""
     try:
-        tree = ast.parse(test)
+        tree = pyast.parse(test)
     except (SyntaxError, ValueError):
         return []
     found: list[tuple[Any, ...]] = []

@@ -25,6 +25,7 @@ import ast
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from core.common import pyast
 
 _BIN: dict[type, type] = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Add,
                           ast.Div: ast.Mult, ast.FloorDiv: ast.Div, ast.Mod: ast.FloorDiv,
@@ -70,7 +71,7 @@ def make_mutants(module: str, entry_point: str, limit: int = 10) -> list[Mutant]
     """Up to ``limit`` mutants of function ``entry_point`` in ``module`` (module docstring);
     ``[]`` when the module does not parse or does not define it at top level."""
     try:
-        tree = ast.parse(module)
+        tree = pyast.parse(module)
     except (SyntaxError, ValueError, RecursionError):
         return []
     target = next((i for i, n in enumerate(tree.body) if isinstance(n, ast.FunctionDef)

@@ -30,6 +30,7 @@ import ast
 from dataclasses import dataclass
 
 from core.scenarios.repo.written_tests import SAFE_STDLIB, unsafe_reason
+from core.common import pyast
 
 #: the status of a unit that passed :func:`check_unit`
 VALID = "valid"
@@ -50,7 +51,7 @@ class UnitCheck:
 def prompt_imports(prompt: str) -> frozenset[str]:
     """Top-level module names the task prompt imports (empty if it does not parse)."""
     try:
-        tree = ast.parse(prompt)
+        tree = pyast.parse(prompt)
     except (SyntaxError, ValueError):
         return frozenset()
     names: set[str] = set()
@@ -111,7 +112,7 @@ def check_unit(unit: str, entry_point: str, prompt: str = "") -> UnitCheck:
     if not unit.strip():
         return UnitCheck("empty")
     try:
-        tree = ast.parse(unit)
+        tree = pyast.parse(unit)
         compile(tree, "<unit>", "exec", dont_inherit=True)  # compile only: 'return' outside def
     except (SyntaxError, ValueError, RecursionError):
         return UnitCheck("syntax_error")

@@ -1,0 +1,20 @@
+"""``ast.parse`` that threads may call: one process-wide lock around it.
+
+CPython 3.11 keeps the recursion bookkeeping of its AST-to-object conversion in state shared
+by every thread of an interpreter, so two threads parsing at once can fail with
+``SystemError: AST constructor recursion depth mismatch`` (CPython issue gh-106905; seen here
+when the repository builder blanked functions on a thread pool). Code that parses from worker
+threads goes through :func:`parse`; parsing is a small part of what those threads do.
+"""
+from __future__ import annotations
+
+import ast
+import threading
+
+_LOCK = threading.Lock()
+
+
+def parse(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
+    """``ast.parse(source, filename)`` (a module) under the process-wide lock; same errors."""
+    with _LOCK:
+        return ast.parse(source, filename)
