@@ -9,12 +9,22 @@ threads goes through :func:`parse`; parsing is a small part of what those thread
 from __future__ import annotations
 
 import ast
+import gc
 import threading
 
 _LOCK = threading.Lock()
 
 
 def parse(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
-    """``ast.parse(source, filename)`` (a module) under the process-wide lock; same errors."""
+    """``ast.parse(source, filename)`` (a module) under the process-wide lock, with the garbage
+    collector paused so no finalizer runs (and switches threads) in the middle of the
+    conversion, which also protects it from parses this module does not see (the standard
+    library's ``traceback`` parses source lines); same errors."""
     with _LOCK:
-        return ast.parse(source, filename)
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return ast.parse(source, filename)
+        finally:
+            if enabled:
+                gc.enable()
