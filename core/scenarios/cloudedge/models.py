@@ -147,26 +147,20 @@ class CodeModel:
 
     def answer(self, record: dict[str, Any], role: str) -> dict[str, Any]:
         """This model's answer to ``record`` (from the cache when it was made before)."""
-        records = self.ctx.records if self.ctx else [record]
-        identity = self._model_identity(records)
-        assert self._cache is not None
         request = self._request(record)
-        key = sample_key(identity, request, 0)
-        gen = self._cache.get(key)
-        cached = gen is not None
-        if gen is None:
-            generator = self._ensure_generator(records)
-            gen = next(iter(self._cache.append(generator.generate([request]))))
+        gen, cached = self.generate_cached(request, [record])
         if gen.error is not None:
             raise IanvsError(f"the {role} model could not answer {request.task_id}: {gen.error}",
                              hint="nothing was stored for this task; the next run asks again")
         self._note(role, request.task_id, gen)
         return response(gen, role, cached)
 
-    def generate_cached(self, request: GenerationRequest) -> tuple[Generation, bool]:
-        """One sample of ``request`` from this model, through the job's cache (routers that ask
-        the edge model something else, e.g. tests, use it); ``(generation, was_cached)``."""
-        records = self.ctx.records if self.ctx else []
+    def generate_cached(self, request: GenerationRequest,
+                        fallback: list[dict[str, Any]] | None = None) -> tuple[Generation, bool]:
+        """One sample of ``request`` from this model, through the job's cache (answers, and
+        what routers ask the edge model besides, e.g. tests); ``(generation, was_cached)``.
+        ``fallback``: the records to build a generator from when there is no context."""
+        records = self.ctx.records if self.ctx else (fallback or [])
         identity = self._model_identity(records)
         assert self._cache is not None
         key = sample_key(identity, request, 0)

@@ -112,14 +112,12 @@ def _bind(obj: Any, ctx: JointContext) -> None:
         bind(ctx)
 
 
-def _items(inp: JointInferenceInputs, processor: Any) -> tuple[list[Any], list[dict[str, Any]]]:
-    """The items handed to the modules, and the records (for this project's modules)."""
-    records = list(inp.test.records())
+def _items(inp: JointInferenceInputs, processor: Any, records: list[dict[str, Any]]) -> list[Any]:
+    """The items handed to the modules: the processed test set's, else each record's input."""
     if callable(processor):
         processed = processor(inp.test)
-        x = getattr(processed, "x", processed)
-        return list(x), records
-    return list(inp.test.x_of(list(range(len(records))), records)), records
+        return list(getattr(processed, "x", processed))
+    return list(inp.test.x_of(list(range(len(records))), records))
 
 
 def run_joint_inference(inp: JointInferenceInputs) -> tuple[Any, dict[str, Any]]:
@@ -147,7 +145,7 @@ def run_joint_inference(inp: JointInferenceInputs) -> tuple[Any, dict[str, Any]]
             raise PluginError(f"jointinference needs modules of type {', '.join(REQUIRED)}; "
                               f"missing: {', '.join(missing)}")
         processor = modules.get("dataset_processor")
-        x, records = _items(inp, processor)
+        x = _items(inp, processor, records)
         if len(x) != len(keys):
             raise PluginError(f"the dataset_processor returned {len(x)} items for "
                               f"{len(keys)} records", hint="it must keep one item per record")
