@@ -522,39 +522,48 @@ def _build(opts: BuildOptions, report: BuildReport, started: float, work: Path, 
         p2p = [t for t in tests if got.get(t) == "passed"][:opts.pass_to_pass]
         return task_record(src, env, rel, text, site, f2p, p2p, opts, decided)
 
-    todo = [j for j in covered if _key(*j[:3]) not in progress.checks]
-    report.resumed = len(covered) - len(todo)
-    LOG.info("%d functions, %d covered by passing tests (%d not covered): blanking %d%s", report.functions,
-             report.covered, report.not_covered, len(todo),
+    report.resumed = sum(1 for j in covered if _key(*j[:3]) in progress.checks)
+    LOG.info("%d functions, %d covered by passing tests (%d not covered): blanking them in order until %d "
+             "task(s) are kept%s", report.functions, report.covered, report.not_covered, opts.max_tasks,
              f" ({report.resumed} already checked before the interruption)" if report.resumed else "")
     results: dict[str, dict[str, object] | None] = dict(progress.checks)
     pool = ThreadPoolExecutor(max(1, opts.jobs))
-    try:
-        for done, (job, rec) in enumerate(zip(todo, pool.map(check, todo)), 1):
+
+    def check_all(chunk: list[list[Any]]) -> None:
+        """Blank every function of ``chunk`` not checked yet, in parallel, recording each."""
+        todo = [j for j in chunk if _key(*j[:3]) not in results]
+        for job, rec in zip(todo, pool.map(check, todo)):
             key = _key(*job[:3])
             results[key] = rec
             progress.add({"stage": "check", "key": key, "record": rec})
-            if done % 10 == 0 or done == len(todo):
-                LOG.info("checked %d/%d functions, %d kept so far", done, len(todo),
-                         sum(1 for r in results.values() if r is not None))
+
+    records: list[dict[str, object]] = []
+    checked = 0
+    try:
+        # rounds: blank as many functions as tasks are still missing (at least one per job), then
+        # run the round's candidates in the sandbox; stop once max_tasks are kept. The kept tasks
+        # are the first max_tasks functions, in file order, that pass both checks: the same set as
+        # checking every function first, without blanking the ones past the cap.
+        while checked < len(covered) and len(records) < opts.max_tasks:
+            chunk = covered[checked:checked + max(opts.max_tasks - len(records), opts.jobs, 1)]
+            checked += len(chunk)
+            check_all(chunk)
+            candidates = [rec for rec in (results[_key(*j[:3])] for j in chunk) if rec is not None]
+            report.blanked += len(chunk)
+            report.dropped_no_failure += len(chunk) - len(candidates)
+            if opts.sandbox_check and candidates:
+                candidates = _sandbox_check(candidates, src, env, pg, opts, report)
+            records += candidates
+            LOG.info("checked %d/%d functions, %d kept so far", checked, len(covered), len(records))
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         kill_inside(work)  # running test processes: the threads waiting on them return at once
         raise
     finally:
         pool.shutdown(wait=True)
-    candidates: list[dict[str, object]] = []
-    for job in covered:
-        rec = results.get(_key(*job[:3]))
-        report.blanked += 1
-        if rec is None:
-            report.dropped_no_failure += 1
-        else:
-            candidates.append(rec)
-    if opts.sandbox_check and candidates:
-        candidates = _sandbox_check(candidates, src, env, pg, opts, report)
-    records = candidates[:opts.max_tasks]
-    report.dropped_max_tasks = len(candidates) - len(records)
+    # over the cap: the functions never blanked, and the last round's surplus
+    report.dropped_max_tasks = len(covered) - checked + max(0, len(records) - opts.max_tasks)
+    records = records[:opts.max_tasks]
     report.kept = len(records)
     LOG.info("blanked %d: kept %d, dropped %d (blank still passes every covering test), %d (reference fails in "
              "the sandbox), %d over --max-tasks", report.blanked, report.kept, report.dropped_no_failure,

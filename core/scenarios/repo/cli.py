@@ -29,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="test paths to run (default: pytest's discovery)")
     parser.add_argument("--deselect", action="append", default=[], metavar="NODEID",
                         help="tests never run (e.g. ones that need the network)")
-    parser.add_argument("--max-tasks", type=int, default=200)
+    parser.add_argument("--max-tasks", type=int, default=200,
+                        help="stop once this many tasks are kept (functions are blanked in file order; the "
+                             "ones past the cap are never run)")
     parser.add_argument("--max-covering", type=int, default=40, help="covering tests run per function")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per blanked run")
     parser.add_argument("--jobs", type=int, default=2)
@@ -120,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
                         import_roots=args.import_roots, sandbox_check=not args.no_sandbox_check)
     if (args.extras or args.groups) and args.no_declared_deps:
         raise ConfigError("--no-declared-deps cannot be combined with --extra/--group")
+    for flag, value in (("--max-tasks", args.max_tasks), ("--max-covering", args.max_covering), ("--jobs", args.jobs)):
+        if value < 1:
+            raise ConfigError(f"{flag} {value}: expected a positive number")
     if args.import_roots and any(Path(r).is_absolute() or ".." in Path(r).parts for r in args.import_roots):
         raise ConfigError("--import-root takes folders relative to the repository (no '..')")
     report = build(opts)

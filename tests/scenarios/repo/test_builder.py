@@ -45,3 +45,23 @@ def test_build_with_test_paths_and_deselect(mini_repo: Path, repo_env: RepoEnv, 
     tasks = [json.loads(line) for line in out.read_text().splitlines()]
     assert report.baseline_failures == [] and report.kept == 2 and len(tasks) == 2
     assert all(t["tests"]["deselect"] == [broken] for t in tasks)
+
+
+def test_max_tasks_stops_blanking(mini_repo: Path, repo_env: RepoEnv, tmp_path: Path) -> None:
+    """``max_tasks`` bounds the work, not only the output: functions past the cap are never blanked,
+    and the kept tasks are the ones an uncapped build keeps first (file order)."""
+    full = tmp_path / "full.jsonl"
+    build(BuildOptions(repo=str(mini_repo), output=full, env=repo_env.root, sandbox_check=False, jobs=1))
+    everything = [json.loads(line)["task_id"] for line in full.read_text().splitlines()]
+    capped = tmp_path / "capped.jsonl"
+    report = build(BuildOptions(repo=str(mini_repo), output=capped, env=repo_env.root, sandbox_check=False,
+                                jobs=1, max_tasks=2))
+    assert [json.loads(line)["task_id"] for line in capped.read_text().splitlines()] == everything[:2]
+    assert report.kept == 2 and report.blanked < report.covered
+    assert report.dropped_max_tasks == report.covered - report.blanked
+
+
+def test_cli_rejects_non_positive_max_tasks(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    rc = ianvs(["dataset", "repo", "--repo", str(tmp_path), "-o", str(tmp_path / "t.jsonl"), "--max-tasks", "0"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "--max-tasks 0" in err and "Traceback" not in err
