@@ -140,6 +140,48 @@ def test_routers_decide_as_their_checks_say(job: Path) -> None:
     assert len(keys) == len(set(keys)) == 2 * n
 
 
+
+#: edge answers that try to pass without being right: exit early (clean status, at import or in the
+#: call), an object equal to everything, a forged verdict on stdout, the judge's exception swapped,
+#: the parent killed. Each one is wrong for every task.
+HOSTILE = [
+    "    import os\n    os._exit(0)\n",
+    "    return None\nimport os\nos._exit(0)\n",
+    "    raise SystemExit(0)\n",
+    "    class Any:\n        def __eq__(self, other):\n            return True\n"
+    "        def __ne__(self, other):\n            return False\n    return Any()\n",
+    "    import os, sys\n    sys.stdout.write('passed\\n')\n    sys.stdout.flush()\n"
+    "    os.write(1, b'{\"passed\": true, \"outcome\": \"passed\"}\\n')\n    os._exit(0)\n",
+    "    import builtins\n    builtins.AssertionError = type('Nope', (BaseException,), {})\n    return None\n",
+    "    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    return None\n",
+]
+
+
+def test_hostile_edge_answers_never_pass_a_router_check(job: Path) -> None:
+    """A router's check runs the edge's program like grading does (boundary tier): answers built
+    to fake a pass must fail the prompt's examples, so ExampleTests sends every task with examples
+    up, and the final pass@1 is the cloud's."""
+    answers = job / "edge_answers.jsonl"
+    with answers.open("w") as fh:
+        for i, rec in enumerate(_records()):
+            fh.write(json.dumps({"task_id": rec["task_id"], "completion": HOSTILE[i % len(HOSTILE)]}) + "\n")
+    jobfile = job / "benchmarkingjob.yaml"
+    text = jobfile.read_text()
+    head, rest = text.split("    algorithms:\n", 1)
+    tail = rest[rest.index("  rank:"):]
+    jobfile.write_text(head + "    algorithms:\n"
+                       '      - name: "edge_only"\n        url: "./testalgorithms/routing/edge_only.yaml"\n'
+                       '      - name: "example_tests"\n        url: "./testalgorithms/routing/example_tests.yaml"\n'
+                       + tail)
+    res = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", "--no-report", cwd=job, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = _rows(job)
+    edge, = rows["edge_only"]
+    assert float(edge["pass@1"]) == 0.0
+    ex, = rows["example_tests"]
+    assert float(ex["cloud_share"]) == 1.0 and float(ex["pass@1"]) == 1.0
+
+
 @pytest.mark.slow
 def test_the_shipped_job_runs_with_the_two_real_models(tmp_path: Path) -> None:
     """Three tasks, the edge and cloud models as shipped (0.5B and 1.5B GGUF, CPU)."""
