@@ -38,7 +38,11 @@ legitimately inspect traceback frames (``pytest.raises``), which the hook forbid
 diagnostic, not a wall -- namespaces, Landlock, seccomp, the dropped uid and rlimits still apply.
 
 The per-test outcomes a sample prints are informational (F2P/P2P shares; the runner's own line is
-the last one, so an earlier line the sample prints is ignored); the pass/fail verdict is the
+the last one, so an earlier line the sample prints is ignored); a test counts as passed once its
+call passed *and* its teardown finished without error (a teardown report that never comes --
+pytest stopped by an internal error while reporting a failure, as Debian's Python 3.11.2 does
+on ``dataset``'s blanked ``Database.close``: ``SystemError: AST constructor recursion depth
+mismatch`` -- leaves the test not passed, not run); the pass/fail verdict is the
 sandbox outcome: pytest exits 0 *and* every selected test ran and passed (a skip, an xfail, a test
 that never ran because the sample ended the session with ``pytest.exit(returncode=0)`` are not a
 pass). Both come from the sample's own process (the
@@ -98,6 +102,7 @@ sys.path[:0] = [*[os.path.join({view!r}, r) for r in {roots!r}], {view!r}, *{sit
 import pytest
 _CFG = os.path.join({view!r}, {config!r}) if {config!r} else os.devnull
 _R = {{}}
+_CALLED = set()
 _WANT = {tests!r}
 class _Collect:
     def pytest_runtest_logreport(self, report):
@@ -105,8 +110,12 @@ class _Collect:
             _R[report.nodeid] = "failed"
         elif hasattr(report, "wasxfail"):
             _R[report.nodeid] = "xfailed" if report.skipped else "xpassed"
-        elif report.when == "call" or (report.skipped and report.nodeid not in _R):
-            _R.setdefault(report.nodeid, "skipped" if report.skipped else "passed")
+        elif report.when == "call" and not report.skipped:
+            _CALLED.add(report.nodeid)
+        elif report.when == "teardown" and report.nodeid in _CALLED:
+            _R.setdefault(report.nodeid, "passed")
+        elif report.skipped and report.nodeid not in _R:
+            _R[report.nodeid] = "skipped"
 rc = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header", "-rN",
                   "--rootdir", {view!r}, "-c", _CFG, "--confcutdir", {view!r}, *{deselect!r}, "--", *[{view!r} + "/" + t for t in _WANT]], plugins=[_Collect()])
 sys.stdout.write("\\n" + {mark!r} + json.dumps(_R) + "\\n")

@@ -301,13 +301,16 @@ def _alive(tree: dict[int, str]) -> dict[int, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGKILL])
 def test_a_killed_run_leaves_no_container_server_or_folder(pg_image: ImageEnv, dataset_root: Path, pg_base: Path,
                                                            views_dir: Path, sig: int) -> None:
-    """Killed while its sample (in a container) holds a session: SIGTERM unwinds (databases
-    dropped, containers removed, server stopped, run directory gone at once); after SIGKILL the
-    server quits by its death signal, the container by its fork server's end of file, and the
-    next service start sweeps the run directory."""
+    """Killed while its sample (in a container) holds a session: after SIGKILL the server quits
+    by its death signal, the container by its fork server's end of file, and the next service
+    start sweeps the run directory. (SIGTERM unwinds instead: databases dropped, containers
+    removed, server stopped, run directory gone before the harness exits; it passed here too
+    -- ``sig`` takes ``signal.SIGTERM`` -- but is left out of the suite to save its 20 s: the
+    service's SIGTERM handling is test_postgres.py's, the executor's close on an unwinding run
+    tests/sandbox/test_docker.py's.)"""
     task = next(t for t in subset() if t["class_name"] is None)
     client = connect(DEFAULT_DOCKER_HOST)
     proc = subprocess.Popen([sys.executable, "-c", _HARNESS, str(pg_base), str(views_dir), str(dataset_root),
