@@ -11,6 +11,9 @@ other site-/dist-packages directory, the base interpreter's included, stays hidd
 With an :class:`~.image_env.ImageEnv` the same requests run on the ``docker`` backend in that
 image instead: the run's views directory is bind-mounted read-only at :data:`VIEWS_IN_CONTAINER`
 (the runner names views by that path) and the image's site directories replace the venv's.
+Tasks with a PostgreSQL service run on both backends: on ``docker`` the service's socket
+directory is bind-mounted read-only at :data:`POSTGRES_IN_CONTAINER` (the container keeps no
+network; see :func:`run_samples`).
 
 What a sample can read (kernel walls; isolation ``kernel`` or ``full``): its own view and nothing
 else of the run. The run's views directory is the executor's *request read root*
@@ -35,7 +38,11 @@ legitimately inspect traceback frames (``pytest.raises``), which the hook forbid
 diagnostic, not a wall -- namespaces, Landlock, seccomp, the dropped uid and rlimits still apply.
 
 The per-test outcomes a sample prints are informational (F2P/P2P shares; the runner's own line is
-the last one, so an earlier line the sample prints is ignored); the pass/fail verdict is the
+the last one, so an earlier line the sample prints is ignored); a test counts as passed once its
+call passed *and* its teardown finished without error (a teardown report that never comes --
+pytest stopped by an internal error while reporting a failure, as Debian's Python 3.11.2 does
+on ``dataset``'s blanked ``Database.close``: ``SystemError: AST constructor recursion depth
+mismatch`` -- leaves the test not passed, not run); the pass/fail verdict is the
 sandbox outcome: pytest exits 0 *and* every selected test ran and passed (a skip, an xfail, a test
 that never ran because the sample ended the session with ``pytest.exit(returncode=0)`` are not a
 pass). Both come from the sample's own process (the
@@ -55,7 +62,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from core.common.errors import ConfigError, IanvsError
+from core.common.errors import IanvsError
 from core.scenarios.repo.env import RepoEnv, default_cache_dir
 from core.scenarios.repo.functions import FunctionSite, InjectionError, blank, find_functions, inject
 from core.scenarios.repo.image_env import ImageEnv, image_provides
@@ -84,6 +91,9 @@ RESULT_MARK = "@@ianvs-repo-results@@"
 PRIVATE_IN_SANDBOX = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run")
 #: Where a run's views directory is bind-mounted (read-only) in the docker backend's containers.
 VIEWS_IN_CONTAINER = "/opt/ianvs/views"
+#: Where the PostgreSQL service's socket directory is mounted (read-only) in the docker
+#: backend's containers; the samples' ``PGHOST`` and ``DATABASE_URL`` name it.
+POSTGRES_IN_CONTAINER = "/opt/ianvs/services/postgres"
 
 _RUNNER = '''
 import json, os, sys
@@ -92,6 +102,7 @@ sys.path[:0] = [*[os.path.join({view!r}, r) for r in {roots!r}], {view!r}, *{sit
 import pytest
 _CFG = os.path.join({view!r}, {config!r}) if {config!r} else os.devnull
 _R = {{}}
+_CALLED = set()
 _WANT = {tests!r}
 class _Collect:
     def pytest_runtest_logreport(self, report):
@@ -99,8 +110,12 @@ class _Collect:
             _R[report.nodeid] = "failed"
         elif hasattr(report, "wasxfail"):
             _R[report.nodeid] = "xfailed" if report.skipped else "xpassed"
-        elif report.when == "call" or (report.skipped and report.nodeid not in _R):
-            _R.setdefault(report.nodeid, "skipped" if report.skipped else "passed")
+        elif report.when == "call" and not report.skipped:
+            _CALLED.add(report.nodeid)
+        elif report.when == "teardown" and report.nodeid in _CALLED:
+            _R.setdefault(report.nodeid, "passed")
+        elif report.skipped and report.nodeid not in _R:
+            _R[report.nodeid] = "skipped"
 rc = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header", "-rN",
                   "--rootdir", {view!r}, "-c", _CFG, "--confcutdir", {view!r}, *{deselect!r}, "--", *[{view!r} + "/" + t for t in _WANT]], plugins=[_Collect()])
 sys.stdout.write("\\n" + {mark!r} + json.dumps(_R) + "\\n")
@@ -157,14 +172,17 @@ def _edited(task: dict, root: Path, code: str | None) -> str:
 
 
 def _with_databases(requests: Iterable[ExecRequest], service: PostgresService,
-                    live: dict[str, PostgresDatabase]) -> Iterator[ExecRequest]:
+                    live: dict[str, PostgresDatabase], socket_dir: str | None = None) -> Iterator[ExecRequest]:
     """Each request with a fresh database of ``service``: created when the executor takes the
     request (so at most its send window of databases exist at once), its variables set in the
-    sample's own process by a prelude of the program -- never in this process's environment."""
+    sample's own process by a prelude of the program -- never in this process's environment.
+    ``socket_dir``: where the sample sees the service's socket directory (the container path
+    on ``docker``; default: the host path)."""
     for req in requests:
         db = service.create_database(req.id)
         live[req.id] = db
-        yield replace(req, program=f"import os as _o\n_o.environ.update({db.env!r})\ndel _o\n" + req.program)
+        seen = replace(db, socket_dir=Path(socket_dir)) if socket_dir else db
+        yield replace(req, program=f"import os as _o\n_o.environ.update({seen.env!r})\ndel _o\n" + req.program)
 
 
 _WRITTEN_FILE = re.compile(r"test_[A-Za-z0-9_]+\.py")
@@ -242,11 +260,12 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
     ``sys.path`` (``env.options`` are further options of the docker backend).
     ``reference=True`` runs the file unchanged (the gold control; ``code`` is ignored).
     A sample whose code cannot be injected is ``syntax_error`` without running anything.
-    ``service`` (a started :class:`PostgresService`; ``local`` only, :class:`ConfigError` with an
-    :class:`ImageEnv`): every sample gets its own database
-    (``DATABASE_URL`` and ``PG*`` in its environment), dropped when its result arrives (or
-    when this generator is closed); the sandbox gets the service's socket directory as its only
-    ``socket_dirs`` allowance.
+    ``service`` (a started :class:`PostgresService`, on either backend): every sample gets its own
+    database (``DATABASE_URL`` and ``PG*`` in its environment), dropped when its result arrives
+    (or when this generator is closed); the sandbox gets the service's socket directory as its
+    only service allowance: ``socket_dirs`` on ``local``; on ``docker`` it is bind-mounted
+    read-only at :data:`POSTGRES_IN_CONTAINER` (``socket_mounts``; the container keeps no
+    network) and the samples' variables name that path.
     The task's ``model_written_tests`` files are written at the root of every view and their
     node ids run after the task's FAIL_TO_PASS and PASS_TO_PASS tests.
     ``preload``: the fork server imports pytest and the repository's third-party dependencies
@@ -257,9 +276,6 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
     test or ``root`` is readable by every sample (:func:`check_environment`).
     """
     docker = isinstance(env, ImageEnv)
-    if docker and service is not None:
-        raise ConfigError("tasks with services: [postgres] run on the 'local' sandbox backend only",
-                          hint="set sandbox.backend: local for the PostgreSQL sets")
     views_dir = views_dir.resolve()
     if not docker and any(views_dir == Path(p) or Path(p) in views_dir.parents for p in PRIVATE_IN_SANDBOX):
         raise IanvsError(f"views directory {views_dir} is under a path the sandbox replaces with a private tmpfs",
@@ -309,7 +325,8 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
         sockets = [str(service.socket_dir)] if service is not None else None
         modules = ([*DEFAULT_PRELOAD, *dependency_modules(root, sites[0])]
                    if preload and not docker else None)
-        stream = _with_databases(requests, service, live) if service is not None else requests
+        stream = (_with_databases(requests, service, live, POSTGRES_IN_CONTAINER if docker else None)
+                  if service is not None else requests)
         try:
             with _executor(env, tmp, sites, workers, min_isolation, audit_hook, sockets, modules) as ex:
                 for res in ex.run(stream):
@@ -331,12 +348,15 @@ def _executor(env: RepoEnv | ImageEnv, views: Path, sites: list[str], workers: i
     (every other package directory hidden; ``preload`` imported by its fork server), or
     ``docker`` in the environment's image with ``views`` mounted read-only (no dependency
     preloading there yet). Either way ``views`` is the one request read root: each request
-    reads only the view it names."""
+    reads only the view it names. ``sockets``: the service's socket directory (host path), the
+    one service allowance (``socket_dirs`` on ``local``, ``socket_mounts`` at
+    :data:`POSTGRES_IN_CONTAINER` on ``docker``)."""
     if isinstance(env, ImageEnv):
         return get_executor("docker", **{"workers": workers, **env.options}, min_isolation=min_isolation,
                             image=env.image, docker_host=env.docker_host, audit_hook=audit_hook,
                             read_mounts={str(views): VIEWS_IN_CONTAINER},
-                            request_read_roots=[VIEWS_IN_CONTAINER])
+                            request_read_roots=[VIEWS_IN_CONTAINER],
+                            socket_mounts={s: POSTGRES_IN_CONTAINER for s in sockets or []})
     return get_executor("local", workers=workers, min_isolation=min_isolation, python=str(env.python),
                         hide_packages=True, read_paths=sites, request_read_roots=[str(views)],
                         audit_hook=audit_hook, socket_dirs=sockets, preload=preload, sys_path=sites)

@@ -33,8 +33,9 @@ repository's code and its tests share one interpreter).
 * **Sandbox**: ``backend`` (``local`` or ``docker``), ``workers`` and ``min_isolation`` of
   testenv's ``sandbox:`` are honoured; on ``docker``, ``image`` is the base the repository
   images derive from, and the backend's other options (``runtime``, ``docker_host``,
-  ``container_memory_mb``...) apply. PostgreSQL tasks run on ``local`` only (ConfigError on
-  ``docker``); any other backend is a ConfigError.
+  ``container_memory_mb``...) apply. PostgreSQL tasks run on both (on ``docker`` the service's
+  socket directory is mounted into the containers, which keep no network); any other backend
+  is a ConfigError.
 
 Columns: ``pass@<k>`` overall and ``pass@<k>[<repo>]`` per ``sources`` entry, ``f2p_share`` and
 ``p2p_share`` (see :func:`.metrics.summarise`), outcome counts, ``generation_error`` (samples the
@@ -79,7 +80,7 @@ BACKENDS = ("local", "docker")
 #: that this metric sets itself
 _NOT_DOCKER_OPTIONS = ("backend", "timeout", "timeout_factor", "timeout_floor", "timeout_ceiling",
                        "memory_mb", "workers", "min_isolation", "image", "docker_host", "read_mounts",
-                       "request_read_roots")
+                       "request_read_roots", "socket_mounts")
 _FIELDS = tuple(SampleResult.__dataclass_fields__)
 
 
@@ -186,9 +187,10 @@ def _sandbox_options(settings: Mapping[str, Any]) -> _Sandbox:
     workers, min_isolation = int(settings.get("workers", 2)), str(settings.get("min_isolation", "kernel"))
     if backend == "local":
         return _Sandbox(backend, workers, min_isolation)
-    for key in ("read_mounts", "request_read_roots"):
+    for key in ("read_mounts", "request_read_roots", "socket_mounts"):
         if key in settings:
-            raise ConfigError(f"sandbox.{key} is set by repo_tests itself (the views directory)",
+            raise ConfigError(f"sandbox.{key} is set by repo_tests itself (the views directory, the "
+                              "PostgreSQL service's socket)",
                               hint=f"remove {key} from testenv's sandbox section")
     return _Sandbox(backend, workers, min_isolation, str(settings.get("image", BASE_IMAGE)),
                     str(settings.get("docker_host", DEFAULT_DOCKER_HOST)),
@@ -201,9 +203,6 @@ def _check_task(task: Mapping[str, Any], sandbox: _Sandbox) -> None:
     if sandbox.backend == "local" and task.get("run_env"):
         raise ConfigError(f"task {task['id']} names run_env {task['run_env']!r}, an image: it needs "
                           "the docker backend", hint="set sandbox.backend: docker")
-    if sandbox.backend == "docker" and "postgres" in (task.get("services") or []):
-        raise ConfigError(f"task {task['id']} needs the PostgreSQL service, which repo tasks have on the "
-                          "'local' sandbox backend only", hint="run the PostgreSQL sets with sandbox.backend: local")
 
 
 def _environment(first: Mapping[str, Any], sandbox: _Sandbox) -> RepoEnv | ImageEnv:

@@ -24,6 +24,12 @@ name -> pip requirement``), which selects a task image derived from it with thos
 (built once, cached by content hash). :meth:`DockerExecutor.prepare` resolves them up front so
 an unknown image or package is one clear error before anything runs.
 
+Service sockets: ``socket_mounts`` (``{host directory: container path}``) bind-mounts directories
+holding a host service's unix socket read-only into every container (the repo kind's PostgreSQL
+server) and lets the fork server's seccomp filter pass ``socket(AF_UNIX)``, as ``socket_dirs``
+does on ``local``. The container keeps ``--network none``: a pathname socket needs no network,
+so the service is the one thing outside the container its samples can reach.
+
 Outcomes: a request whose container cannot be started or dies under it is ``infra_error``;
 samples killed by the container's OOM killer are ``memory_exceeded`` (the server reads the
 container's memory cgroup); in fresh mode a request that outlives its timeout (plus a grace
@@ -162,10 +168,11 @@ class _ContainerServer(LocalExecutor):
     def __init__(self, client: Any, image: str, runtime: str, limits: Mapping[str, Any],
                  read_mounts: Mapping[str, str] | None = None,
                  request_read_roots: list[str] | None = None, one_request: bool = False,
-                 **options: Any) -> None:
+                 socket_mounts: Mapping[str, str] | None = None, **options: Any) -> None:
         self._client, self._image, self._runtime, self._limits = client, image, runtime, limits
         self._one_request = bool(one_request)  # the container serves one request, then goes
         self._mounts = dict(read_mounts or {})
+        self._sockets = dict(socket_mounts or {})
         self._ctl_dir = ""
         self._container_lease: UidLease | None = None
         self._slot_groups: slotgroups.SlotGroups | None = None
@@ -175,7 +182,7 @@ class _ContainerServer(LocalExecutor):
                          sweep_leftovers=False,
                          hide_packages=False, scratch_parent="/tmp",
                          read_paths=sorted(v for v in self._mounts.values() if under_any(v, roots) is None),
-                         request_read_roots=roots, **options)
+                         request_read_roots=roots, socket_dirs=sorted(self._sockets.values()), **options)
 
     def _start_server(self, cfg: dict, python: str | None,
                       start_timeout: float) -> tuple[_ContainerProcess, socket.socket]:
@@ -209,7 +216,8 @@ class _ContainerServer(LocalExecutor):
                 workers, memory_mb, cfg["server_uid"])
             self._slot_groups = groups
             extra: dict[str, Any] = {}
-            volumes = {**{host: {"bind": inside, "mode": "ro"} for host, inside in self._mounts.items()},
+            volumes = {**{host: {"bind": inside, "mode": "ro"}
+                          for host, inside in [*self._mounts.items(), *self._sockets.items()]},
                        _HARNESS: {"bind": _HARNESS_IN, "mode": "ro"},
                        self._ctl_dir: {"bind": _CTL_IN, "mode": "rw"}}
             if groups is not None:
@@ -265,6 +273,7 @@ class _ContainerServer(LocalExecutor):
                 "readonly_root": True, "container": True, "cap_drop": "ALL",
                 "cap_add": list(SERVER_CAPS) if self.facts.get("container_uids") else [],
                 "no_new_privileges": True, "runtime": self._runtime,
+                "socket_mounts": sorted(self._sockets.values()),
                 "container_limits": {k: v for k, v in self._limits.items() if k != "security_opt"}}
 
     def close(self) -> None:
@@ -354,6 +363,14 @@ class DockerExecutor(Executor):
         backend. The repo kind mounts its run's views directory at
         ``/opt/ianvs/views`` and names it here; each sample names its own view. A root beneath a
         mount every sample reads is refused (``ValueError``): it would hide nothing.
+    socket_mounts:
+        ``{host directory: path in the container}`` of directories holding a host service's
+        unix socket (the repo kind's PostgreSQL server): each bind-mounted read-only into every
+        container, and the samples' seccomp filter lets ``socket(AF_UNIX)`` through (as
+        ``socket_dirs`` on ``local``). Not made readable by Landlock: connecting to a named
+        socket needs no read access. The container paths are checked like ``read_mounts`` and
+        must not overlap them. The engine must run on this machine (a bind mount names a host
+        path); the service must authenticate every client.
     uid_base:
         accepted for compatibility with ``local`` and ignored: every container leases its own
         ``2 * workers + 1`` uids (see the module docstring), since warm pools and fresh mode
@@ -374,7 +391,8 @@ class DockerExecutor(Executor):
                  output_limit: int = 64 * 1024, preload: list[str] | None = None,
                  landlock: bool = True, seccomp: bool = True, start_timeout: float = 60.0,
                  read_mounts: Mapping[str, str] | None = None,
-                 request_read_roots: Iterable[str] | None = None, uid_base: int | None = None) -> None:
+                 request_read_roots: Iterable[str] | None = None, uid_base: int | None = None,
+                 socket_mounts: Mapping[str, str] | None = None) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
         if seccomp_profile not in ("default", "unconfined"):
@@ -386,6 +404,13 @@ class DockerExecutor(Executor):
         del uid_base  # every container leases its own uids
         self.read_mounts = _check_mounts(read_mounts or {})
         self.request_read_roots = _check_request_roots(self.read_mounts, request_read_roots or ())
+        self.socket_mounts = _check_mounts(socket_mounts or {}, "socket_mounts")
+        clash = next((inside for inside in self.socket_mounts.values()
+                      if under_any(inside, list(self.read_mounts.values()))
+                      or any(under_any(m, [inside]) for m in self.read_mounts.values())), None)
+        if clash is not None:
+            raise ValueError(f"socket_mounts: {clash!r} overlaps a read_mounts path "
+                             f"({', '.join(self.read_mounts.values())})")
         self.image, self.runtime, self.docker_host = image, runtime, docker_host
         self.workers, self.pool_size, self.fresh = int(workers), int(pool_size), bool(fresh_container)
         self.min_isolation = IsolationLevel.parse(min_isolation)
@@ -483,6 +508,7 @@ class DockerExecutor(Executor):
             options["preload"] = [*(options.get("preload") or DEFAULT_PRELOAD), *modules]
         return _ContainerServer(self._client, image, self.runtime, self.limits,
                                 read_mounts=self.read_mounts, request_read_roots=self.request_read_roots,
+                                socket_mounts=self.socket_mounts,
                                 workers=workers or self.workers, one_request=one_request, **options)
 
     # ------------------------------------------------------------------------------ run
@@ -628,19 +654,20 @@ class DockerExecutor(Executor):
             pass
 
 
-def _check_mounts(mounts: Mapping[str, str]) -> dict[str, str]:
-    """``read_mounts`` checked: existing host directories, absolute container paths that do not
-    cover what the container needs for itself (its private tmpfs, the control socket, the
-    harness). Raises ``ValueError`` naming the entry."""
+def _check_mounts(mounts: Mapping[str, str], option: str = "read_mounts") -> dict[str, str]:
+    """``read_mounts`` (or ``socket_mounts``: ``option`` names it in errors) checked: existing
+    host directories, absolute container paths that do not cover what the container needs for
+    itself (its private tmpfs, the control socket, the harness). Raises ``ValueError`` naming
+    the entry."""
     reserved = ("/tmp", "/dev", "/run", "/proc", "/sys", _HARNESS_IN, "/usr", "/etc", "/lib", "/bin")
     out: dict[str, str] = {}
     for host, inside in mounts.items():
         if not os.path.isdir(host):
-            raise ValueError(f"read_mounts: {host!r} is not a directory on this host")
+            raise ValueError(f"{option}: {host!r} is not a directory on this host")
         norm = os.path.normpath(str(inside))
         if not norm.startswith("/") or norm == "/" or any(
                 norm == r or norm.startswith(r + "/") or r.startswith(norm + "/") for r in reserved):
-            raise ValueError(f"read_mounts: {inside!r} must be an absolute path outside "
+            raise ValueError(f"{option}: {inside!r} must be an absolute path outside "
                              f"{', '.join(reserved)}")
         out[os.path.abspath(host)] = norm
     return out

@@ -2,7 +2,8 @@
 repository image (cached, labelled, its pins recorded; an uninstallable requirement is one
 readable error), shipped toolz tasks (reference passes, blank fails, per-task and per-test
 outcomes equal to the ``local`` backend's for the same samples), views read-only inside the
-container, ``min_isolation`` still refused, PostgreSQL tasks refused, and ``ianvs -f`` with
+container, ``min_isolation`` still refused, PostgreSQL tasks accepted (they run in
+test_postgres_docker.py), the options repo_tests sets itself refused, and ``ianvs -f`` with
 ``sandbox.backend: docker``."""
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from core.scenarios.repo.execute import VIEWS_IN_CONTAINER, Sample, SampleResult
 from core.scenarios.repo.image_env import ImageEnv, ensure_image_env
 from core.scenarios.repo.kind import load_tasks
 from core.scenarios.repo.prompts import reference_code
-from core.scenarios.repo.scoring import ENVIRONMENTS_FILE, EXECUTIONS_FILE, _environment, _sandbox_options, source_root
+from core.scenarios.repo.scoring import (ENVIRONMENTS_FILE, EXECUTIONS_FILE, _check_task, _environment,
+                                         _sandbox_options, source_root)
 from core.scenarios.repo.source import content_hash
 from core.testenvmanager.sandbox import IsolationUnavailableError
 from core.testenvmanager.sandbox.images import (DEFAULT_DOCKER_HOST, HASH_LABEL, KIND_LABEL, LABEL, PINS_LABEL,
@@ -168,8 +170,10 @@ def test_backend_choice_and_postgres_tasks_on_docker() -> None:
         _sandbox_options({"backend": "dask"})
     docker = _sandbox_options({"backend": "docker", "workers": 3, "runtime": "runc", "timeout": 9, "memory_mb": 64})
     assert (docker.backend, docker.workers, docker.docker_options) == ("docker", 3, {"runtime": "runc"})
-    with pytest.raises(ConfigError, match="PostgreSQL service.*'local' sandbox backend only"):
-        _environment({**task, "services": ["postgres"]}, docker)
+    _check_task({**task, "services": ["postgres"]}, docker)  # no longer refused: its socket is mounted
+    for key in ("read_mounts", "request_read_roots", "socket_mounts"):
+        with pytest.raises(ConfigError, match=f"sandbox.{key} is set by repo_tests itself"):
+            _sandbox_options({"backend": "docker", key: {}})
     with pytest.raises(ConfigError, match="run_env.*needs the docker backend"):
         _environment({**task, "run_env": "some/image:1"}, _sandbox_options({}))
 

@@ -52,3 +52,20 @@ def test_views_under_private_tmp_are_refused(mini_repo: Path, repo_env: RepoEnv,
     from core.common.errors import IanvsError
     with pytest.raises(IanvsError, match="private tmpfs"):
         list(run_samples([], mini_repo, repo_env, tmp_path / "views"))
+
+
+def test_a_test_whose_teardown_never_reports_has_not_passed(mini_repo: Path, repo_env: RepoEnv, tmp_path: Path,
+                                                            views_dir: Path) -> None:
+    """A test passes once its call passed and its teardown finished: here the repository's own
+    reporting hook breaks pytest (an internal error) right after the call passed, before the
+    teardown's report (as Debian's Python 3.11.2 does while pytest renders some tracebacks).
+    The sample fails and the test is not recorded as passed."""
+    task = {"task_id": "minirepo/minilib/core.py::add", "file": "minilib/core.py", "qualname": "add",
+            "tests": {"fail_to_pass": ["tests/test_core.py::test_add"], "pass_to_pass": []}}
+    (mini_repo / "tests" / "conftest.py").write_text(
+        "def pytest_runtest_logreport(report):\n"
+        "    if report.when == 'teardown':\n"
+        "        raise RuntimeError('reporting broke')\n")
+    (res,) = run_samples([Sample("ref", task, None)], mini_repo, repo_env, views_dir, reference=True, timeout=30)
+    assert res.outcome == "failed" and "pytest exit status 3" in res.detail, res.detail
+    assert res.tests.get("tests/test_core.py::test_add") != "passed", res.tests

@@ -3,6 +3,8 @@ injected by AST position exactly like a model's answer, passes all the task's te
 blanked body passes none of its FAIL_TO_PASS tests. A broken task therefore cannot ship.
 A set whose tasks need ``services: [postgres]`` runs against the private PostgreSQL service (one
 database per sample); it is skipped, naming the install script, where PostgreSQL is not installed.
+Such sets run a second time on the ``docker`` backend (the repository image, the service's socket
+mounted into the containers): :func:`test_gold_controls_on_docker`.
 Also checks each set's records (>= 50 tasks, licence, pins, schema, content hash of the shipped
 source) and that the example's testenv names a source for every shipped set.
 
@@ -21,11 +23,13 @@ import pytest
 from core.scenarios import get_kind
 from core.scenarios.repo.env import RepoEnv, ensure_env
 from core.scenarios.repo.execute import Sample, run_samples
+from core.scenarios.repo.image_env import ImageEnv, ensure_image_env
 from core.scenarios.repo.kind import load_tasks
 from core.scenarios.repo.postgres import PostgresService, PostgresUnavailable
 from core.scenarios.repo.prompts import reference_code
 from core.scenarios.repo.scoring import GRADING_VERSION
 from core.scenarios.repo.source import materialise
+from tests.sandbox.docker_env import require_docker
 from tests.scenarios.repo.conftest import shipped_sets
 from tests.verified import REPO, Verified
 
@@ -49,11 +53,36 @@ def test_shipped_records(spec: tuple[str, Path, Path]) -> None:
         assert t["reference"].strip() and t["signature"].lstrip().startswith(("def ", "async def "))
 
 
-def gold_key(path: Path, source: Path) -> Verified:
-    """What the gold controls of one set depend on."""
-    return Verified(f"gold-{path.name.removesuffix('-tasks.jsonl')}",
+def gold_key(path: Path, source: Path, backend: str = "local") -> Verified:
+    """What the gold controls of one set depend on (on ``backend``)."""
+    name = path.name.removesuffix("-tasks.jsonl")
+    return Verified(f"gold-{name}" if backend == "local" else f"gold-{backend}-{name}",
                     [path, source, REPO / "core/scenarios/repo", REPO / "core/testenvmanager/sandbox"],
-                    [f"grading={GRADING_VERSION}"])
+                    [f"grading={GRADING_VERSION}", *([f"backend={backend}"] if backend != "local" else [])])
+
+
+def _check_gold(tasks: list[dict], root: Path, env: RepoEnv | ImageEnv, views: Path, postgres: bool) -> None:
+    """Run every task's reference and blanked body (on ``env``'s backend; with a PostgreSQL
+    service when ``postgres``, skipping naming the install script where it is missing) and
+    assert the gold controls."""
+    ref = [Sample(t["task_id"] + "#ref", t, reference_code(t)) for t in tasks]
+    blank = [Sample(t["task_id"] + "#blank", t, None) for t in tasks]
+    with ExitStack() as stack:
+        service = None
+        if postgres:
+            try:
+                service = stack.enter_context(PostgresService())
+            except PostgresUnavailable as exc:
+                pytest.skip(exc.render())
+        results = {r.sample_id: r for r in run_samples(ref + blank, root, env, views, timeout=120, service=service)}
+    bad_ref = [(s.sample_id, results[s.sample_id].outcome, results[s.sample_id].detail[-200:])
+               for s in ref if results[s.sample_id].outcome != "passed"]
+    assert not bad_ref
+    for s in blank:
+        r = results[s.sample_id]
+        assert r.outcome != "passed", s.sample_id
+        assert all(r.tests.get(name) != "passed" for name in s.task["tests"]["fail_to_pass"]), s.sample_id
+    assert {r.executed_by for r in results.values()} == {env.backend}
 
 
 @pytest.mark.slow
@@ -71,22 +100,30 @@ def test_gold_controls(spec: tuple[str, Path, Path], views_dir: Path,
     src = materialise(str(source), views_dir / "src")
     assert {t["repo"]["content_hash"] for t in tasks} == {src.content_hash}
     env: RepoEnv = ensure_env(list(tasks[0]["env"].get("requirements") or []))
-    ref = [Sample(t["task_id"] + "#ref", t, reference_code(t)) for t in tasks]
-    blank = [Sample(t["task_id"] + "#blank", t, None) for t in tasks]
-    with ExitStack() as stack:
-        service = None
-        if "postgres" in (tasks[0].get("services") or []):
-            try:
-                service = stack.enter_context(PostgresService())
-            except PostgresUnavailable as exc:
-                pytest.skip(exc.render())
-        results = {r.sample_id: r for r in run_samples(ref + blank, src.root, env, views_dir / "views",
-                                                       timeout=120, service=service)}
-    bad_ref = [(s.sample_id, results[s.sample_id].outcome, results[s.sample_id].detail[-200:])
-               for s in ref if results[s.sample_id].outcome != "passed"]
-    assert not bad_ref
-    for s in blank:
-        r = results[s.sample_id]
-        assert r.outcome != "passed", s.sample_id
-        assert all(r.tests.get(name) != "passed" for name in s.task["tests"]["fail_to_pass"]), s.sample_id
+    _check_gold(tasks, src.root, env, views_dir / "views", "postgres" in (tasks[0].get("services") or []))
+    verified.record(tasks=len(tasks))
+
+
+PG_SETS = [spec for spec in SETS if "postgres" in (load_tasks(spec[1], 1)[0].get("services") or [])]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("spec", PG_SETS, ids=[p.name.removesuffix("-tasks.jsonl") for _n, p, _s in PG_SETS])
+def test_gold_controls_on_docker(spec: tuple[str, Path, Path], views_dir: Path,
+                                 request: pytest.FixtureRequest) -> None:
+    """The PostgreSQL sets' gold controls on the ``docker`` backend (every task; once per
+    content, like the others; a subset runs every time in test_postgres_docker.py)."""
+    _name, path, source = spec
+    verified = gold_key(path, source, "docker")
+    earlier = verified.recorded()
+    if earlier and not request.config.getoption("recheck_verified"):
+        pytest.skip(f"docker gold controls passed for this content on {earlier['date']} "
+                    f"({earlier['tasks']} tasks; key {verified.key[:12]}); --recheck-verified reruns")
+    require_docker()
+    tasks = load_tasks(path)
+    src = materialise(str(source), views_dir / "src")
+    assert {t["repo"]["content_hash"] for t in tasks} == {src.content_hash}
+    env = ensure_image_env(list(tasks[0]["env"].get("requirements") or []))
+    _check_gold(tasks, src.root, env, views_dir / "views", True)
     verified.record(tasks=len(tasks))
