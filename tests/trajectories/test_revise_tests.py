@@ -23,6 +23,8 @@ from core.scenarios.trajectories.builder import TrajectoryOptions, build_traject
 from tests.scenarios.conftest import read_jsonl
 from tests.trajectories.conftest import MIT, commit, git
 
+pytestmark = pytest.mark.slow  # the module's build runs the history's tests: over 5 s
+
 CALC = "def add(a, b):\n    return a + b\n"
 TEST = ("from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
         "def test_mul():\n    assert mul(2, 3) == 6\n")

@@ -65,7 +65,7 @@ from core.common.errors import ConfigError
 from core.common.jsonl import iter_jsonl
 from core.common.progress import progress_bar
 from core.scenarios.implement_change.builder import export, write_archive
-from core.scenarios.repo.env import ensure_env
+from core.scenarios.repo.env import RepoEnv, ensure_env
 from core.scenarios.repo.source import content_hash
 from core.scenarios.repo.testrun import run_tests
 from core.scenarios.trajectories.git import GitRepo, open_repo
@@ -189,7 +189,7 @@ def _grading_candidate(step: dict[str, Any], pr_steps: dict[int, dict[str, Any]]
     return ("candidate", present) if present else ("no_tests", [])
 
 
-def _validate(task: dict[str, Any], step: dict[str, Any], tests: list[str], repo: GitRepo, env: Any,
+def _validate(task: dict[str, Any], step: dict[str, Any], tests: list[str], repo: GitRepo, env: RepoEnv,
               opts: ReviseOptions, workdir: Path) -> str:
     """Validate one candidate; on ``tests`` turn ``task`` into a test-graded task (module docstring)."""
     name = f"{step['repo']['name']}-{step['commit'][:12]}"
@@ -277,6 +277,7 @@ def build_revise_tasks(opts: ReviseOptions) -> dict[str, Any]:
         todo = candidates[:opts.max_validate] if env is not None else []
         with progress_bar(len(todo), "validating revisions", "step", opts.show_progress) as bar:
             for task, step, tests in todo:
+                assert env is not None
                 task["metadata"]["grading_reason"] = _validate(task, step, tests, repo, env, opts, workdir)
                 LOG.info("%s (%s): %s", step["id"], step["committed_at"][:10], task["metadata"]["grading_reason"])
                 bar.update(1)
