@@ -57,8 +57,9 @@ COLUMNS = {
                        "chrf[from 2024-06-01]", "judge_score", "judge_parse_failures"),
     "implement_change": ("pass@1", "f2p_share", "passed", "failed", "error", "malformed_diff",
                          "diff_does_not_apply", "no_change", "bad_path", "form_files", "form_diff"),
-    "revise": ("edit_chrf", "exact_match", "edit_chrf[before 2024-06-01]", "edit_chrf[from 2024-06-01]",
-               "malformed_diff", "diff_does_not_apply", "no_change", "form_files", "form_diff"),
+    "revise": ("score", "tests_pass@1", "test_graded", "similarity_graded", "edit_chrf", "exact_match",
+               "score[before 2024-06-01]", "score[from 2024-06-01]", "malformed_diff", "diff_does_not_apply",
+               "no_change", "form_files", "form_diff"),
     "repo": ("pass@1", "f2p_share", "passed", "failed", "syntax_error"),
     "cloudedge": ("pass@1", "cloud_share", "regret", "edge_s", "check_s", "cloud_s"),
     "selfalign": ("pass@1", "align@1", "align@2", "align_rate", "hidden_pass@1", "hidden_pass@1_first",
@@ -69,7 +70,7 @@ COLUMNS = {
                   "mutants", "equivalent_mutants"),
 }
 MAIN = {"codegen": "pass@1", "comment": "line_coverage", "issue": "rouge_l", "repo": "pass@1",
-        "commit_message": "rouge_l", "implement_change": "pass@1", "revise": "exact_match",
+        "commit_message": "rouge_l", "implement_change": "pass@1", "revise": "score",
         "selfalign": "hidden_pass@1", "cloudedge": "pass@1"}
 LOADED = re.compile(r"embedded model .* loaded in ([\d.]+)s \((\d+) threads")
 

@@ -23,7 +23,7 @@ DATA = BENCH / "commit_message" / "data"
 def test_shipped_sets_validate() -> None:
     kind = get_kind("commit_message")
     assert kind.check_file(DATA / "commit_messages.jsonl") == 857
-    assert kind.check_file(DATA / "commit_messages_subset.jsonl") == 6
+    assert kind.check_file(DATA / "commit_messages_subset.jsonl") == 4
     report = json.loads((DATA / "commit_messages.jsonl.build.json").read_text())
     assert report["tasks"] == 857 and sum(report["counts"][k] for k in report["counts"]
                                           if k != "over_limit") == 1343
@@ -92,13 +92,13 @@ def test_gold_controls_per_period_and_window(scenario_job) -> None:
     for col in ("chrf", "bleu", "subject_chrf", "chrf[before 2024-06-01]", "chrf[from 2024-06-01]"):
         assert float(ref[col]) == 100.0 and float(broken[col]) < 25.0, col
     assert float(ref["rouge_l"]) == 1.0 and float(broken["rouge_l"]) < 0.1
-    assert ref["samples[before 2024-06-01]"] == "3" and ref["samples[from 2024-06-01]"] == "3"
+    assert ref["samples[before 2024-06-01]"] == "2" and ref["samples[from 2024-06-01]"] == "2"
     env = job.parent / "testenv" / "testenv.yaml"
     env.write_text(env.read_text().replace('    x_field: "diff"', '    x_field: "diff"\n    after: "2024-06-01"'))
     res = run_cli("-f", str(job), "--no-progress", "--no-report", "--fresh", cwd=job.parent, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     rows = _rows(job.parent)
-    assert rows["reference"]["scored_samples"] == "3" and rows["reference"]["samples[before 2024-06-01]"] == "0"
+    assert rows["reference"]["scored_samples"] == "2" and rows["reference"]["samples[before 2024-06-01]"] == "0"
     env.write_text(env.read_text().replace('after: "2024-06-01"', 'after: "soon"'))
     bad = run_cli("validate", "-f", str(job), cwd=job.parent)
     said = bad.stdout + bad.stderr

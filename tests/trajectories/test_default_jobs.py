@@ -1,8 +1,14 @@
-"""The trajectory kinds' default jobs exactly as shipped, on the real embedded model (slow: a few
-minutes each on a 2-core CPU): the gold controls bracket the model."""
+"""The trajectory kinds' default jobs as shipped (their configuration, generators, metrics and
+judge), on the real embedded model, each run once with every assertion about it (slow).
+
+To keep the suite within its budget each run reads a cut of the shipped subset -- the first task
+of each commit-date period, and for revise one test-graded and one similarity-graded task -- so
+the per-period columns, the gold controls and both gradings are still exercised; the full-size
+jobs are timed by ``python benchmarks/default_job.py --job <kind>`` (trajectories.md)."""
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from pathlib import Path
 
@@ -11,12 +17,34 @@ import pytest
 from tests.runner.conftest import run_cli
 from tests.scenarios.conftest import BENCH
 
+CUT = "suite_cut.jsonl"
+OUTCOMES = ("passed", "failed", "error", "syntax_error", "timeout", "malformed_diff", "diff_does_not_apply",
+            "no_change", "bad_path")
 
-def _run(kind: str, tmp_path: Path) -> dict[str, dict[str, str]]:
-    root = tmp_path / kind
+
+def _cut(records: list[dict], kind: str) -> list[dict]:
+    """The records the suite's run reads (module docstring)."""
+    if kind == "revise":
+        by_grading = {r["grading"]: r for r in reversed(records)}
+        return [by_grading["tests"], by_grading["similarity"]]
+    if kind == "implement_change":
+        return records[:1]
+    early = [r for r in records if r["committed_at"] < "2024-06-01"]
+    late = [r for r in records if r["committed_at"] >= "2024-06-01"]
+    return [early[0], late[0]]
+
+
+def _run(kind: str, root: Path) -> dict[str, dict[str, str]]:
     shutil.copytree(BENCH / kind, root, ignore=shutil.ignore_patterns("workspace"))
+    env = root / "testenv" / "testenv.yaml"
+    text = env.read_text()
+    line = next(l for l in text.splitlines() if l.strip().startswith("test_index:"))
+    shipped = root / "testenv" / line.split('"')[1]
+    records = [json.loads(l) for l in shipped.read_text().splitlines()]
+    (shipped.parent / CUT).write_text("".join(json.dumps(r) + "\n" for r in _cut(records, kind)))
+    env.write_text(text.replace(line, f'    test_index: "../data/{CUT}"'))
     res = run_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", "--no-report", cwd=root,
-                  timeout=1800)
+                  timeout=1200)
     assert res.returncode == 0, res.stderr[-4000:]
     rows = csv.DictReader(open(next(root.glob("workspace/*/rank/all_rank.csv"))))
     return {r["basemodel-generator"]: r for r in rows}
@@ -28,31 +56,39 @@ def _bracketed(rows: dict[str, dict[str, str]], metric: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(1200)
 def test_commit_message_default_job(tmp_path: Path) -> None:
-    rows = _run("commit_message", tmp_path)
+    rows = _run("commit_message", tmp_path / "job")
     for metric in ("chrf", "bleu", "rouge_l", "subject_chrf"):
         _bracketed(rows, metric)
         assert float(rows["reference"][metric]) == pytest.approx(1.0 if metric == "rouge_l" else 100.0)
-    assert rows["embedded"]["scored_samples"] == "6" and rows["embedded"]["judge_errors"] == "0"
+    assert rows["embedded"]["scored_samples"] == "2" and rows["embedded"]["judge_errors"] == "0"
+    assert rows["reference"]["samples[before 2024-06-01]"] == rows["reference"]["samples[from 2024-06-01]"] == "1"
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(1200)
 def test_implement_change_default_job(tmp_path: Path) -> None:
-    rows = _run("implement_change", tmp_path)
+    """Also the gold controls through ``ianvs -f``: the reference graded in the sandbox passes,
+    the broken reply is ``no_change`` (nothing run)."""
+    rows = _run("implement_change", tmp_path / "job")
     _bracketed(rows, "pass@1")
-    assert rows["reference"]["pass@1"] == "1.0" and rows["broken"]["pass@1"] == "0.0"
-    model = rows["embedded"]
-    outcomes = ("passed", "failed", "error", "syntax_error", "timeout", "malformed_diff",
-                "diff_does_not_apply", "no_change", "bad_path")
-    assert sum(int(model[c]) for c in outcomes) + int(model["generation_error"]) == 2
+    ref, broken, model = rows["reference"], rows["broken"], rows["embedded"]
+    assert ref["pass@1"] == "1.0" and ref["f2p_share"] == "1.0" and broken["pass@1"] == "0.0"
+    assert ref["grading"] == "in_process" and ref["form_files"] == "1" and broken["no_change"] == "1"
+    assert ref["samples[before 2024-06-01]"] == "1"
+    assert sum(int(model[c]) for c in OUTCOMES) + int(model["generation_error"]) == 1
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(1200)
 def test_revise_default_job(tmp_path: Path) -> None:
-    rows = _run("revise", tmp_path)
-    for metric in ("edit_chrf", "exact_match"):
+    """Both gradings in one run: the reference scores 1 on each (tests passed in the sandbox,
+    similarity 100), the broken reply 0."""
+    rows = _run("revise", tmp_path / "job")
+    for metric in ("score", "edit_chrf", "exact_match"):
         _bracketed(rows, metric)
-    assert rows["reference"]["exact_match"] == "1.0" and rows["broken"]["no_change"] == "4"
+    ref, broken = rows["reference"], rows["broken"]
+    assert ref["score"] == ref["tests_pass@1"] == ref["exact_match"] == "1.0" and ref["grading"] == "in_process"
+    assert (ref["test_graded"], ref["similarity_graded"]) == ("1", "1")
+    assert broken["score"] == broken["tests_pass@1"] == "0.0" and broken["no_change"] == "2"

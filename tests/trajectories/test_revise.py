@@ -61,16 +61,56 @@ def test_scores(tasks) -> None:
     assert changed_lines({"a.py": "x = 1\ny = 2\n"}, {"a.py": "x = 1\ny = 3\n"}) == "-y = 2\n+y = 3"
 
 
+SHIPPED = {"eli5_revise.jsonl": 343, "toolz_revise.jsonl": 383, "revise_subset.jsonl": 3}
+
+
 def test_shipped_sets_gold() -> None:
-    """Every shipped task's real revision scores 100 / 1 through the reply parser."""
+    """Every shipped set has its documented size; the subset's real revisions score 100 / 1
+    through the reply parser; every test-graded task has its root archive and a build report."""
     kind = get_kind("revise")
     data = BENCH / "revise" / "data"
-    for name, count in (("eli5_revise.jsonl", 343), ("toolz_revise.jsonl", 383), ("revise_subset.jsonl", 4)):
+    for name, count in SHIPPED.items():
         recs = list(kind.read(data / name))
         assert len(recs) == count
+        for rec in recs:
+            if rec["grading"] == "tests":
+                assert (data / "revise-sources" / rec["repo"]["source"]).is_file(), rec["id"]
         if name == "revise_subset.jsonl":
             for rec in recs:
                 assert score_revision(kind.reference(rec), rec)["exact_match"] == 1.0
+            assert {r["grading"] for r in recs} == {"tests", "similarity"}
+        else:
+            report = json.loads((data / f"{name}.build.json").read_text())
+            assert report["grading"]["tests"] == sum(r["grading"] == "tests" for r in recs) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_shipped_test_graded_tasks_gold_in_the_sandbox() -> None:
+    """Every shipped test-graded task: the real revision passes its tests (1.0), the state after
+    step N left unchanged fails them (0.0) -- both run in the sandbox."""
+    from core.scenarios.implement_change.scoring import grade
+    from core.scenarios.repo.env import ensure_env
+    from core.scenarios.repo.execute import Sample, default_views_dir, run_samples
+    from core.scenarios.repo.scoring import source_root
+    from core.scenarios.revise.metrics import _tested
+
+    kind = get_kind("revise")
+    data = BENCH / "revise" / "data"
+    sources = data / "revise-sources"
+    tasks = [_tested(r) for name in ("eli5_revise.jsonl", "toolz_revise.jsonl") for r in kind.read(data / name)
+             if r["grading"] == "tests"]
+    assert tasks
+    graded = grade([(t["id"], t, kind.reference(t)) for t in tasks], sources)
+    for task in tasks:
+        res, form = graded[task["id"]]
+        assert form == "files" and res.outcome == "passed", (task["id"], res.outcome, res.detail[-800:])
+        root = source_root(sources / task["repo"]["source"], task["repo"]["content_hash"])
+        (res,) = list(run_samples([Sample(f"{task['id']}#unchanged", task, None, edits={})], root,
+                                  ensure_env(task["env"]["requirements"]), default_views_dir(), workers=1,
+                                  timeout=300))
+        assert res.outcome != "passed", task["id"]
+        assert not any(res.tests.get(t) == "passed" for t in task["tests"]["fail_to_pass"]), task["id"]
 
 
 def test_schema_errors() -> None:

@@ -51,7 +51,7 @@ from core.scenarios.trajectories.git import GitRepo, open_repo
 from core.scenarios.trajectories.periods import commit_time, in_window
 
 __all__ = ["ImplementOptions", "build_implement_tasks", "add_arguments", "run", "STEP_REASONS",
-           "VALIDATION_REASONS", "write_archive"]
+           "VALIDATION_REASONS", "write_archive", "export"]
 
 LOG = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def _reason(step: dict[str, Any], repo: GitRepo, opts: ImplementOptions) -> str:
     return "context_too_large" if size > opts.context_chars else "kept"
 
 
-def _export(repo: GitRepo, commit: str, dest: Path, exclude: list[str]) -> None:
+def export(repo: GitRepo, commit: str, dest: Path, exclude: list[str]) -> None:
     """``git archive`` of ``commit`` (minus ``exclude``) extracted at ``dest``."""
     dest.mkdir(parents=True)
     specs = ["."] + [f":!{p}" for p in exclude]
@@ -196,6 +196,7 @@ def build_implement_tasks(opts: ImplementOptions) -> dict[str, Any]:
                     bar.update(1)
                     continue
                 outcome, task = _validate(step, repo, env, opts, workdir)
+                LOG.info("%s (%s): %s", step["id"], step["committed_at"][:10], outcome)
                 counts[outcome] += 1
                 if task is not None:
                     tasks.append(task)
@@ -226,8 +227,8 @@ def _validate(step: dict[str, Any], repo: GitRepo, env: Any, opts: ImplementOpti
     base = workdir / name
     try:
         task_root, at_commit = base / "parent" / name, base / "commit" / name
-        _export(repo, step["parents"][0], task_root, opts.exclude)
-        _export(repo, step["commit"], at_commit, opts.exclude)
+        export(repo, step["parents"][0], task_root, opts.exclude)
+        export(repo, step["commit"], at_commit, opts.exclude)
         test_files = [f["path"] for f in step["files"] if f["is_test"] and f["path"].endswith(".py")]
         for path in [f["path"] for f in step["files"] if f["is_test"]]:
             src, dst = at_commit / path, task_root / path
@@ -243,6 +244,7 @@ def _validate(step: dict[str, Any], repo: GitRepo, env: Any, opts: ImplementOpti
         before = run_tests(env.python, task_root, runnable, opts.timeout)
         good = _passed(after)
         if not good:
+            LOG.info("%s: at the commit %s", step["id"], dict(Counter(after.values())) or "no test ran")
             return "no_pass_at_commit", None
         f2p = sorted(good - _passed(before))
         if not f2p:
@@ -252,7 +254,7 @@ def _validate(step: dict[str, Any], repo: GitRepo, env: Any, opts: ImplementOpti
         write_archive(task_root, opts.sources_dir / archive)
         task = _task(step, repo, opts, step["repo"]["name"], content_hash(task_root), archive, f2p, p2p,
                      env.pins)
-        LOG.info("%s: kept, %d FAIL_TO_PASS, %d PASS_TO_PASS", step["id"], len(f2p), len(p2p))
+        LOG.info("%s: %d FAIL_TO_PASS, %d PASS_TO_PASS", step["id"], len(f2p), len(p2p))
         return "kept", task
     finally:
         shutil.rmtree(base, ignore_errors=True)

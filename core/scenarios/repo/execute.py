@@ -357,9 +357,12 @@ def _executor(env: RepoEnv | ImageEnv, views: Path, sites: list[str], workers: i
                             read_mounts={str(views): VIEWS_IN_CONTAINER},
                             request_read_roots=[VIEWS_IN_CONTAINER],
                             socket_mounts={s: POSTGRES_IN_CONTAINER for s in sockets or []})
+    # preloading a scientific stack (scikit-learn, scipy, pandas) takes the fork server tens of
+    # seconds on a loaded 2-core machine: over the default 20 s start timeout (seen at load 13)
     return get_executor("local", workers=workers, min_isolation=min_isolation, python=str(env.python),
                         hide_packages=True, read_paths=sites, request_read_roots=[str(views)],
-                        audit_hook=audit_hook, socket_dirs=sockets, preload=preload, sys_path=sites)
+                        audit_hook=audit_hook, socket_dirs=sockets, preload=preload, sys_path=sites,
+                        start_timeout=120.0 if preload else 20.0)
 
 
 def _result(sample: Sample, res: ExecResult, mark: str) -> SampleResult:

@@ -7,9 +7,12 @@ commit's message (what the revision says it addresses) and the files that commit
 they are after the previous step. It produces the revision (whole files or a unified diff, parsed
 like implement_change replies, :mod:`core.scenarios.implement_change.answer`).
 
-Scored by similarity to the real revision (:mod:`.metrics`): these steps are mostly not
-test-validated (few PR steps change tested code in a way that flips a test), so this kind uses
-the edits themselves, not the tests. Record schema: docs/proposals/scenarios/smart_coding/
+Each record says how it is graded (``grading``, chosen by ``ianvs dataset revise
+--grade-tests``): ``tests`` when the step touches tested code and flips a test of its pull
+request in the one pinned environment (the record then has ``tests`` -- FAIL_TO_PASS and a
+PASS_TO_PASS sample --, ``test_files``, ``env`` and the task root's ``repo.source`` /
+``repo.content_hash``, as implement_change records do), else ``similarity`` to the real revision.
+The metric (:mod:`.metrics`) reports both. Record schema: docs/proposals/scenarios/smart_coding/
 trajectories.md.
 """
 from __future__ import annotations
@@ -25,8 +28,35 @@ from core.scenarios.implement_change import whole_files_reply
 from core.scenarios.implement_change.prompts import FILE
 from core.scenarios.revise import prompts
 
-FIELDS = {"id", "repo", "commit", "committed_at", "pull_request", "previous", "feedback", "message",
-          "files", "reference_files", "metadata"}
+FIELDS = {"id", "grading", "repo", "commit", "committed_at", "pull_request", "previous", "feedback", "message",
+          "files", "reference_files", "metadata", "tests", "test_files", "env"}
+GRADINGS = ("tests", "similarity")
+
+
+def _check_test_graded(rec: dict[str, Any], record: Mapping[str, Any], source: str | None,
+                       line: int | None) -> None:
+    """The fields a ``grading: tests`` record needs (copied into ``rec``)."""
+    repo = rec["repo"]
+    if not all(isinstance(repo.get(k), str) and repo.get(k) for k in ("source", "content_hash", "commit")):
+        raise DatasetError("a test-graded record's 'repo' needs string source, content_hash and commit",
+                           source=source, line=line, hint="rebuild with 'ianvs dataset revise --grade-tests'")
+    tests = record.get("tests")
+    if not isinstance(tests, Mapping) or not tests.get("fail_to_pass") or not all(
+            isinstance(t, str) and t for k in ("fail_to_pass", "pass_to_pass") for t in tests.get(k, [])):
+        raise DatasetError("a test-graded record's 'tests.fail_to_pass' must be a non-empty list of pytest "
+                           "node ids (and 'tests.pass_to_pass' a list)", source=source, line=line)
+    test_files = record.get("test_files")
+    if not isinstance(test_files, list) or not all(isinstance(p, str) for p in test_files):
+        raise DatasetError("field 'test_files' must be a list of paths", source=source, line=line)
+    env = record.get("env")
+    if not isinstance(env, Mapping) or not isinstance(env.get("requirements"), list):
+        raise DatasetError("a test-graded record's 'env' must be an object with a 'requirements' list",
+                           source=source, line=line)
+    if not rec["files"] and not rec["reference_files"]:
+        raise DatasetError("a test-graded record changes no file", source=source, line=line)
+    rec["tests"] = {"fail_to_pass": list(tests["fail_to_pass"]), "pass_to_pass": list(tests.get("pass_to_pass", [])),
+                    "deselect": list(tests.get("deselect", []))}
+    rec["test_files"], rec["env"] = list(test_files), dict(env)
 
 
 def _paths_to_text(record: Mapping[str, Any], key: str, source: str | None, line: int | None) -> dict[str, str]:
@@ -60,6 +90,12 @@ class ReviseKind(TaskKind):
             require_str(rec["previous"], key, source, line, where="previous.")
         rec["files"] = _paths_to_text(record, "files", source, line)
         rec["reference_files"] = _paths_to_text(record, "reference_files", source, line)
+        rec["grading"] = record.get("grading")
+        if rec["grading"] not in GRADINGS:
+            raise DatasetError(f"field 'grading' must be one of {', '.join(GRADINGS)}", source=source, line=line,
+                               hint="rebuild with 'ianvs dataset revise'")
+        if rec["grading"] == "tests":
+            _check_test_graded(rec, record, source, line)
         return finish_record(rec, record, "revise", source, line)
 
     def messages(self, record: Mapping[str, Any]) -> list[dict[str, str]]:

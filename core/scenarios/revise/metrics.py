@@ -1,8 +1,17 @@
-"""Metric of the revise kind: how close the model's edits are to the real revision.
+"""Metric of the revise kind: test-graded tasks by their tests, the others by similarity.
 
-Per sample the reply is parsed like an implement_change reply (whole files or a unified diff,
-:func:`core.scenarios.implement_change.answer.parse_change`) against a scratch tree holding the
-task's ``files`` (the state after the previous step); nothing of it runs. Then:
+testenv.yaml::
+
+    metrics:
+      - name: revise_scores
+        url: ./metrics.py
+        sources_dir: ../data/revise-sources   # test-graded tasks' root archives (repo.source)
+        timeout: 300                          # seconds per test-graded sample (all of its tests)
+        periods: ["2024-06-01"]               # optional: columns per commit-date period
+
+**Similarity** (every task). The reply is parsed like an implement_change reply (whole files or
+a unified diff, :func:`core.scenarios.implement_change.answer.parse_change`) against a scratch
+tree holding the task's ``files`` (the state after the previous step); nothing of it runs. Then:
 
 * ``edit_chrf`` -- chrF (sacrebleu, 0-100) of the *changed lines* of the model's edits (the
   ``+``/``-`` lines of their unified diff against the files as they were, in path order) against
@@ -13,11 +22,25 @@ task's ``files`` (the state after the previous step); nothing of it runs. Then:
 * ``exact_match`` -- 1 when the files after the model's edits are exactly the real revision's
   (trailing newlines aside: a whole-file reply always ends its file with one).
 
-A reply that gives no usable change scores 0 on both and is counted under its failure kind
-(``malformed_diff``, ``diff_does_not_apply``, ``no_change``, ``bad_path``). Columns: the means,
-``scored_samples``, the failure counts, ``form_files``/``form_diff``, ``generation_error``; with
-``periods``, ``edit_chrf[<period>]`` and ``samples[<period>]``. The reference revision scores
-100 / 1; an unchanged reply 0.
+**Tests** (tasks with ``grading: tests``). The same reply is graded exactly as an
+implement_change sample (:func:`core.scenarios.implement_change.scoring.grade`): parsed against
+the task root, its edits written into a private hard-link view of the root and the task's
+FAIL_TO_PASS + PASS_TO_PASS tests run in the sandbox in the pinned environment (``local``
+backend; the repo kind's machinery). A sample passes when every one of those tests passes.
+
+Per task one ``score`` in [0, 1], from the grading the task got: 1/0 (passed or not) for a
+test-graded task, ``edit_chrf / 100`` for a similarity-graded one. The real revision scores 1
+on both; an unchanged reply 0 (``no_change``, nothing run).
+
+A reply that gives no usable change scores 0 everywhere and is counted under its failure kind
+(``malformed_diff``, ``diff_does_not_apply``, ``no_change``, ``bad_path``). Columns: ``score``
+(mean over tasks), ``tests_pass@1`` (share of test-graded tasks passed), ``test_graded`` /
+``similarity_graded`` (task counts), ``edit_chrf`` and ``exact_match`` (over every task, the
+test-graded ones included), ``scored_samples``, the failure counts, ``form_files`` /
+``form_diff``, ``generation_error``, ``grading`` (``in_process`` when a sample ran in the
+sandbox), ``isolation``; with ``periods``, ``score[<period>]``, ``edit_chrf[<period>]`` and
+``samples[<period>]``. Per sample, ``revise_scores.jsonl`` in the test case folder has both
+gradings' results and which one the task got (``grading``).
 """
 from __future__ import annotations
 
@@ -28,6 +51,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from core.common.errors import ConfigError
 from core.scenarios.implement_change.answer import FAILURE_KINDS, parse_change
 from core.scenarios.scoring import iter_samples, mean
 from core.scenarios.trajectories.periods import commit_time, period_labels, period_of
@@ -69,23 +93,57 @@ def score_revision(reply: str, record: Mapping[str, Any]) -> dict[str, Any]:
     return {"failure": "", "form": parsed.form, "edit_chrf": chrf, "exact_match": float(same)}
 
 
-def revise_scores(y_true: Any, y_pred: Any, context: Any = None,
-                  periods: Sequence[str] | None = None) -> dict[str, Any]:
+def _tested(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """A test-graded revise record in the shape :func:`grade` and the repo kind's runner read."""
+    files = sorted(set(rec["files"]) | set(rec["reference_files"]))
+    return {**rec, "task_id": rec["id"], "files": files, "file": files[0]}
+
+
+def revise_scores(y_true: Any, y_pred: Any, context: Any = None, periods: Sequence[str] | None = None,
+                  sources_dir: str = "", timeout: float = 300.0) -> dict[str, Any]:
     """The kind's columns (module docstring); per-sample scores go to ``revise_scores.jsonl``."""
     from core.scenarios import get_kind
+    from core.scenarios.implement_change.scoring import grade
 
     kind = get_kind("revise")
     errors: list[str] = []
     rows: list[dict[str, Any]] = []
+    todo: list[tuple[str, dict[str, Any], str]] = []
     for sample in iter_samples(kind, y_pred, context, errors):
         rec = sample.record
-        rows.append({"task_id": sample.task_id, "sample_index": sample.sample_index,
-                     "period": period_of(commit_time(rec["committed_at"]), periods),
-                     **score_revision(sample.answer, rec)})
+        row = {"task_id": sample.task_id, "sample_index": sample.sample_index, "grading": rec["grading"],
+               "period": period_of(commit_time(rec["committed_at"]), periods),
+               **score_revision(sample.answer, rec), "test_outcome": "", "tests": {}}
+        rows.append(row)
+        if rec["grading"] == "tests" and not row["failure"]:
+            todo.append((f"{len(rows) - 1}", _tested(rec), sample.answer))
+    if todo:
+        settings = getattr(context, "sandbox", {}) or {}
+        if not sources_dir:
+            raise ConfigError("revise_scores needs 'sources_dir' for test-graded tasks: the folder of their "
+                              "root archives", hint="add 'sources_dir: ../data/<tasks>-sources' to its testenv entry")
+        if str(settings.get("backend", "local")) != "local":
+            raise ConfigError("test-graded revise tasks run on the 'local' sandbox backend",
+                              hint="set sandbox.backend: local")
+        base = Path(getattr(context, "config_dir", None) or ".")
+        graded = grade(todo, (base / sources_dir).resolve(), workers=int(settings.get("workers", 2)),
+                       timeout=float(timeout), min_isolation=str(settings.get("min_isolation", "kernel")))
+        for sid, (res, _form) in graded.items():
+            rows[int(sid)].update(test_outcome=res.outcome, tests=res.tests, isolation=res.isolation)
+    for row in rows:
+        if row["grading"] == "tests":
+            row["score"] = float(row["test_outcome"] == "passed")
+        else:
+            row["score"] = round(row["edit_chrf"] / 100.0, 4)
     workspace = getattr(context, "workspace", None)
     if workspace is not None:
         Path(workspace, PER_SAMPLE_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    out: dict[str, Any] = {"edit_chrf": mean([r["edit_chrf"] for r in rows], 2),
+    tested = [r for r in rows if r["grading"] == "tests"]
+    ran = [r for r in tested if r["test_outcome"]]
+    out: dict[str, Any] = {"score": mean([r["score"] for r in rows]),
+                           "tests_pass@1": mean([r["score"] for r in tested]),
+                           "test_graded": len(tested), "similarity_graded": len(rows) - len(tested),
+                           "edit_chrf": mean([r["edit_chrf"] for r in rows], 2),
                            "exact_match": mean([r["exact_match"] for r in rows]),
                            "scored_samples": len(rows)}
     for name in FAILURE_KINDS:
@@ -93,18 +151,21 @@ def revise_scores(y_true: Any, y_pred: Any, context: Any = None,
     out["form_files"] = sum(r["form"] == "files" for r in rows)
     out["form_diff"] = sum(r["form"] == "diff" for r in rows)
     out["generation_error"] = len(errors)
+    out["grading"] = "in_process" if ran else ""
+    out["isolation"] = "+".join(sorted({str(r.get("isolation")) for r in ran if r.get("isolation")}))
     for label in period_labels(periods):
         mine = [r for r in rows if r["period"] == label]
+        out[f"score[{label}]"] = mean([r["score"] for r in mine])
         out[f"edit_chrf[{label}]"] = mean([r["edit_chrf"] for r in mine], 2)
         out[f"samples[{label}]"] = len(mine)
     return out
 
 
-def _columns(periods: Sequence[str] | None = None) -> list[str]:
-    cols = ["edit_chrf", "exact_match", "scored_samples", *FAILURE_KINDS, "form_files", "form_diff",
-            "generation_error"]
+def _columns(periods: Sequence[str] | None = None, sources_dir: str = "", timeout: float = 300.0) -> list[str]:
+    cols = ["score", "tests_pass@1", "test_graded", "similarity_graded", "edit_chrf", "exact_match",
+            "scored_samples", *FAILURE_KINDS, "form_files", "form_diff", "generation_error", "grading", "isolation"]
     for label in period_labels(periods):
-        cols += [f"edit_chrf[{label}]", f"samples[{label}]"]
+        cols += [f"score[{label}]", f"edit_chrf[{label}]", f"samples[{label}]"]
     return cols
 
 
