@@ -105,6 +105,8 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
     store = TryStore(workspace / TRIES_FILE)
     records = [r for r in context.records()]
     done = [(r, store.tries(str(r["task_id"]))) for r in records]
+    if not any(tries for _, tries in done) and _plain_predictions(y_pred, len(records)):
+        return _plain_row(records, list(y_pred), context, ks)
     unfinished = sum(1 for _, tries in done if not tries)
     done = [(r, tries) for r, tries in done if tries]
     depth = max((len(t) for _, t in done), default=0)
@@ -171,7 +173,7 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
         "wall_s_per_aligned": _share(wall, aligned),
         "mutation_score": _share(mutation["killed"], mutation["mutants"]),
         "mutants": mutation["mutants"], "equivalent_mutants": mutation["equivalent"],
-        "tasks": n, "unfinished": unfinished})
+        "tasks": n, "plain_tasks": 0, "unfinished": unfinished})
     _per_try(workspace, done, hidden, aligned_at, depth)
     return row
 
@@ -180,7 +182,48 @@ selfalign.columns = lambda k=(1, 5), mutants=10: [  # type: ignore[attr-defined]
     *[f"align@{kk}" for kk in _ks(k)],
     "align_rate", "hidden_pass@1", "hidden_pass@1_first", "hidden_pass@1_plus", "plus_tasks",
     "false_alignment", "false_aligned", "aligned", "test_validity", "invalid_tests", "parse_failures", "tries", *COST_COLUMNS,
-    "mutation_score", "mutants", "equivalent_mutants", "tasks", "unfinished"]
+    "mutation_score", "mutants", "equivalent_mutants", "tasks", "plain_tasks", "unfinished"]
+
+
+def _plain_predictions(y_pred: Any, n: int) -> bool:
+    """True when ``y_pred`` are predictions of a row without the loop (the ``plain`` codegen
+    basemodel): one per record, none a self-align prediction, and some sample with code and
+    no generation error (a loop row whose every task failed has errors, not code)."""
+    if not isinstance(y_pred, Sequence) or isinstance(y_pred, (str, bytes)) or len(y_pred) != n:
+        return False
+    if not all(isinstance(p, Mapping) and "selfalign" not in p for p in y_pred):
+        return False
+    return any(isinstance(s, Mapping) and s.get("code") and not s.get("error")
+               for p in y_pred for s in p.get("samples") or [])
+
+
+def _pass_share(results: Sequence[Sequence[Any]]) -> float:
+    """Unbiased pass@1 over tasks (mean over tasks of passed samples / samples); a task
+    without samples counts as 0."""
+    per_task = [sum(r.passed for r in rs) / len(rs) if rs else 0.0 for rs in results]
+    return _share(sum(per_task), len(per_task))
+
+
+def _plain_row(records: list[Mapping[str, Any]], y_pred: list[Any], context: Any,
+               ks: list[int]) -> dict[str, Any]:
+    """The row of a test case without the loop (a ``plain`` row): its samples graded on the
+    hidden tests and on the amplified ones, so it compares with the loop's ``hidden_pass@1``
+    and ``hidden_pass@1_plus`` on the same tests; the loop's own columns stay empty (NaN)."""
+    sandbox = getattr(context, "sandbox", {}) or {}
+    workspace = Path(context.workspace)
+    base = list(iter_results(records, y_pred, sandbox, workspace,
+                             getattr(context, "show_progress", False), total=len(records)))
+    plus_idx = [i for i, r in enumerate(records)
+                if isinstance((r.get("metadata") or {}).get("test_plus"), Mapping)]
+    plus = list(iter_results([{**records[i], "test": records[i]["metadata"]["test_plus"]["test"]}
+                              for i in plus_idx], [y_pred[i] for i in plus_idx], sandbox,
+                             workspace, False, total=len(plus_idx)))
+    columns = selfalign.columns(k=ks)  # type: ignore[attr-defined]
+    row: dict[str, Any] = {name: math.nan for name in columns}
+    row.update({"hidden_pass@1": _pass_share(base), "hidden_pass@1_plus": _pass_share(plus),
+                "plus_tasks": len(plus_idx), "tasks": 0, "plain_tasks": len(records),
+                "unfinished": 0, "tries": 0, "parse_failures": 0})
+    return row
 
 
 def _mutation(runner: UnitRunner, record: Mapping[str, Any], reference: str,
