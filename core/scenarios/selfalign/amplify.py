@@ -382,13 +382,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     with UnitRunner(SandboxSettings(options={"min_isolation": "process"})) as runner, \
             args.output.open("w", encoding="utf-8") as out, \
             progress_bar(total=len(records), desc="amplify", unit="task") as bar:
+        written: list[dict[str, Any]] = []
         for record in records:
-            out.write(json.dumps(amplify_record(record, runner, args.per_task, args.seed,
-                                                not args.no_contracts)) + "\n")
+            written.append(amplify_record(record, runner, args.per_task, args.seed,
+                                          not args.no_contracts))
+            out.write(json.dumps(written[-1]) + "\n")
             bar.update(1)
         logger.info("wrote %d records to %s", len(records), args.output)
-        written = [json.loads(line) for line in
-                   args.output.read_text(encoding="utf-8").splitlines() if line.strip()]
         logger.info("counts: %s", json.dumps(summary(written)))
         if args.check:
             fails, passes = check_controls(written, runner)
