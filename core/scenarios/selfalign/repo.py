@@ -263,7 +263,8 @@ class RepoUnitRunner:
         sample = Sample(f"{record['task_id']}#units", task, code)
         res = next(iter(run_samples([sample], self.root(record), self.env(record),
                                     default_views_dir(), workers=self.workers,
-                                    timeout=self.timeout, min_isolation=self.min_isolation)))
+                                    timeout=self.timeout, min_isolation=self.min_isolation,
+                                    preload=False)))  # one sample: preloading would not pay
         self.runs += 1
         if res.outcome == "infra_error":
             raise SandboxInfraError(f"sandbox infra_error: {res.detail[:200]}")
@@ -368,3 +369,35 @@ def grade_hidden(items: Sequence[tuple[Mapping[str, Any], str]], sources: Mappin
                 log.write(json.dumps({"key": by_id[res.sample_id], **res.__dict__}) + "\n")
                 log.flush()
     return [done[k].outcome == "passed" for k in keys]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m core.scenarios.selfalign.repo TASKS.jsonl [...] -o OUT.jsonl [--ids ID ...]``:
+    the tasks the loop can run (:func:`function_tasks`), optionally only the named ones."""
+    import argparse  # noqa: PLC0415 - the command line only
+
+    parser = argparse.ArgumentParser(description="Select the repo tasks the self-align loop "
+                                                 "can run (module-level functions, no services).")
+    parser.add_argument("tasks", type=Path, nargs="+")
+    parser.add_argument("-o", "--output", type=Path, required=True)
+    parser.add_argument("--ids", nargs="*", help="only these task ids, in this order")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    records = [json.loads(line) for path in args.tasks
+               for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    chosen = function_tasks(records)
+    if args.ids:
+        by_id = {r["task_id"]: r for r in chosen}
+        missing = [i for i in args.ids if i not in by_id]
+        if missing:
+            parser.error(f"not a usable task: {missing[0]}")
+        chosen = [by_id[i] for i in args.ids]
+    args.output.write_text("".join(json.dumps(r) + "\n" for r in chosen), encoding="utf-8")
+    logger.info("%d of %d tasks written to %s", len(chosen), len(records), args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys  # noqa: PLC0415
+
+    sys.exit(main())
