@@ -126,9 +126,10 @@ class GeneratorResponder:
 
     def _ask(self, record: Mapping[str, Any], try_index: int, msgs: list[dict[str, str]],
              schema: Mapping[str, Any] | None) -> Any:
+        prompt, entry_point = shown(record)
         request = GenerationRequest(
-            task_id=f"{record['task_id']}#try{try_index}", prompt=str(record["prompt"]),
-            entry_point=record.get("entry_point"), mode="chat", decoding=self.decoding,
+            task_id=f"{record['task_id']}#try{try_index}", prompt=prompt,
+            entry_point=entry_point, mode="chat", decoding=self.decoding,
             messages=tuple(msgs),
             response_format=response_format(schema) if schema is not None else None)
         return next(iter(self.generator.generate([request])))
