@@ -28,7 +28,16 @@ records of the run and returns one row:
                           hidden test look equivalent and are left out, counted in
                           ``equivalent_mutants``; ``mutants`` counts the rest
 ``tasks``                 tasks with at least one stored try
+``plain_tasks``           a row without the loop (the ``plain`` codegen or repo basemodel in
+                          the same job): its tasks; such a row gets ``hidden_pass@1`` and
+                          ``hidden_pass@1_plus`` of its samples (unbiased pass@1 over them) on
+                          the same hidden and amplified tests, every loop column empty
 ========================= =================================================================
+
+Repository tasks (repo kind records, :mod:`.repo`) are graded by the repository's own tests
+(the ``repo_tests`` machinery and cache file; ``sources`` and ``timeout`` as for that metric);
+test validity runs the final tests against the original function and mutants are mutants of
+it, each in a view of the repository; there are no amplified tests there (``plus_tasks`` 0).
 
 Every program here (reference, mutants, model code) runs in the sandbox; the hidden tests of
 the mutant filter run as one unit (the dataset's ``check`` called on the entry point).
