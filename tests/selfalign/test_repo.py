@@ -110,8 +110,7 @@ def test_sources_and_hyperparameters(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not a folder"):
         repo.resolve_sources(None, sources_dir=tmp_path / "missing")
     with pytest.raises(ConfigError, match="sources_dir"):
-        SelfAlignModel.check_hyperparameters({"generator": "reference",
-                                              "sources_dir": str(tmp_path / "missing")})
+        SelfAlignModel.check_hyperparameters({"generator": "reference", "sources_dir": 3})
     with pytest.raises(ConfigError, match="repo_timeout"):
         SelfAlignModel.check_hyperparameters({"generator": "reference", "repo_timeout": 0})
 

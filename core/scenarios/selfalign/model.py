@@ -120,9 +120,9 @@ class SelfAlignModel:
                 or repo_timeout <= 0:
             raise ConfigError("repo_timeout must be a positive number of seconds, got "
                               f"{repo_timeout!r}")
-        sources_dir = params.get("sources_dir")
-        if sources_dir is not None and not Path(str(sources_dir)).is_dir():
-            raise ConfigError(f"sources_dir {sources_dir!r} is not a folder",
+        sources_dir = params.get("sources_dir")  # resolved by the framework; checked on use
+        if sources_dir is not None and not isinstance(sources_dir, (str, Path)):
+            raise ConfigError(f"sources_dir must be a folder's path, got {sources_dir!r}",
                               hint="the folder of the repositories' <name>.tar.gz sources, "
                                    "relative to the algorithm YAML")
         sandbox = SandboxSettings(
