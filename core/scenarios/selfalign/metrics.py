@@ -181,7 +181,7 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
         for i, r in plus_records]
     plus_pass = [results[0].passed for results in iter_results(
         [r for _, r in plus_records], plus_preds, getattr(context, "sandbox", {}) or {},
-        workspace, False, total=len(plus_records))]
+        workspace, False, total=len(plus_records))] if plus_records else []
     # test validity: the final tests against the reference solution
     valid = total_final = 0
     mutation = {"killed": 0, "mutants": 0, "equivalent": 0}
@@ -293,7 +293,7 @@ def _plain_row(records: list[Mapping[str, Any]], y_pred: list[Any], context: Any
                 if isinstance((r.get("metadata") or {}).get("test_plus"), Mapping)]
     plus = list(iter_results([{**records[i], "test": records[i]["metadata"]["test_plus"]["test"]}
                               for i in plus_idx], [y_pred[i] for i in plus_idx], sandbox,
-                             workspace, False, total=len(plus_idx)))
+                             workspace, False, total=len(plus_idx))) if plus_idx else []
     columns = selfalign.columns(k=ks)  # type: ignore[attr-defined]
     row: dict[str, Any] = {name: math.nan for name in columns}
     row.update({"hidden_pass@1": _pass_share(base), "hidden_pass@1_plus": _pass_share(plus),
