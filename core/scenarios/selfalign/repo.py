@@ -40,9 +40,9 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from core.common import pyast
 from core.common.errors import ConfigError
@@ -55,6 +55,9 @@ from core.scenarios.repo.scoring import (EXECUTIONS_FILE, GRADING_VERSION, _key,
                                          source_root)
 from core.scenarios.selfalign.sandbox import INVALID, SandboxInfraError, UnitOutcome
 from core.scenarios.selfalign.units import VALID, UnitCheck, check_unit
+from core.testenvmanager.sandbox.types import ExecutorClosedError
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -261,10 +264,10 @@ class RepoUnitRunner:
                 "model_written_tests": ([{"file": UNITS_FILE, "code": module,
                                           "tests": list(ids.values())}] if written else [])}
         sample = Sample(f"{record['task_id']}#units", task, code)
-        res = next(iter(run_samples([sample], self.root(record), self.env(record),
-                                    default_views_dir(), workers=self.workers,
-                                    timeout=self.timeout, min_isolation=self.min_isolation,
-                                    preload=False)))  # one sample: preloading would not pay
+        res = _retrying(lambda: next(iter(run_samples(
+            [sample], self.root(record), self.env(record), default_views_dir(),
+            workers=self.workers, timeout=self.timeout, min_isolation=self.min_isolation,
+            preload=False))))  # one sample: preloading would not pay
         self.runs += 1
         if res.outcome == "infra_error":
             raise SandboxInfraError(f"sandbox infra_error: {res.detail[:200]}")
@@ -292,6 +295,25 @@ class RepoUnitRunner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: attempts at starting a run whose executor did not start (a loaded machine)
+START_ATTEMPTS = 3
+
+
+def _retrying(run: Callable[[], T]) -> T:
+    """``run()``, again when the sandbox's executor did not start (``ExecutorClosedError``,
+    an infrastructure failure: the fork server sent no hello in time), at most
+    :data:`START_ATTEMPTS` times; then :class:`SandboxInfraError` (never scored)."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            return run()
+        except ExecutorClosedError as exc:
+            logger.warning("the sandbox did not start (attempt %d of %d): %s", attempt,
+                           START_ATTEMPTS, exc)
+            if attempt == START_ATTEMPTS:
+                raise SandboxInfraError(f"the sandbox did not start: {exc}") from exc
+    raise AssertionError("unreachable")
 
 
 def _unit_row(res: SampleResult, node: str) -> dict[str, Any]:
@@ -360,9 +382,11 @@ def grade_hidden(items: Sequence[tuple[Mapping[str, Any], str]], sources: Mappin
         for items_ in pending.values():
             first = items_[0][1].task
             by_id = {s.sample_id: k for k, s in items_}
-            for res in run_samples([s for _, s in items_], helper.root(first), helper.env(first),
-                                   default_views_dir(), workers=workers, timeout=timeout,
-                                   min_isolation=helper.min_isolation):
+            results = _retrying(lambda: list(run_samples(
+                [s for _, s in items_], helper.root(first), helper.env(first),
+                default_views_dir(), workers=workers, timeout=timeout,
+                min_isolation=helper.min_isolation)))
+            for res in results:
                 if res.outcome == "infra_error":
                     raise SandboxInfraError(f"sandbox infra_error: {res.detail[:200]}")
                 done[by_id[res.sample_id]] = res
