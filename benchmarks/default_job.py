@@ -20,7 +20,7 @@ with any answer, below 1.0). ``--leaderboard FILE`` also writes the run's
 ``ianvs leaderboard`` board to FILE, followed by its provenance note
 (``docs/leaderboards/codegen-default.md`` is made so).
 
-Usage: ``python benchmarks/default_job.py [--job codegen] [--data FILE] [--hogs 0]
+Usage: ``python benchmarks/default_job.py [--job codegen] [--data FILE] [--job-file NAME] [--hogs 0]
 [--leaderboard FILE [--title TITLE]] [--keep DIR]``
 """
 from __future__ import annotations
@@ -80,19 +80,29 @@ def _hog() -> None:  # pragma: no cover - a child process that only burns CPU
         pass
 
 
-def prepare(job: str, root: Path, data: str | None) -> Path:
-    """A fresh copy of the example *job* in *root* (``test_index`` -> ``data/<data>``)."""
+def testenv_of(job_file: Path) -> Path:
+    """The testenv file a job file names (``testenv: "./testenv/..."``)."""
+    match = re.search(r'(?m)^\s*testenv:\s*"([^"]*)"', job_file.read_text())
+    return job_file.parent / (match.group(1) if match else "testenv/testenv.yaml")
+
+
+def prepare(job: str, root: Path, data: str | None,
+            job_name: str = "benchmarkingjob.yaml") -> Path:
+    """A fresh copy of the example *job* in *root* (``test_index`` -> ``data/<data>``);
+    *job_name* the job file of the example to run."""
     shutil.copytree(BENCH / job, root, ignore=shutil.ignore_patterns("workspace"))
     if job == "cloudedge":  # its test set is the codegen example's (../codegen/data)
         shutil.copytree(BENCH / "codegen" / "data", root.parent / "codegen" / "data")
+    if job == "selfalign":  # the repository-level set's sources are the repo example's
+        shutil.copytree(BENCH / "repo" / "data", root.parent / "repo" / "data")
     if data:
-        env = root / "testenv" / "testenv.yaml"
+        env = testenv_of(root / job_name)
         text, n = re.subn(r'(?m)^(\s*test_index:\s*")[^"]*(")', rf"\g<1>../data/{data}\g<2>",
                           env.read_text())
         if n != 1 or not (root / "data" / data).is_file():
             raise SystemExit(f"cannot point {env} at data/{data}")
         env.write_text(text)
-    return root / "benchmarkingjob.yaml"
+    return root / job_name
 
 
 def run(job_file: Path, hogs: int) -> tuple[float, float, str]:
@@ -118,9 +128,9 @@ def run(job_file: Path, hogs: int) -> tuple[float, float, str]:
     return wall, cpu, done.stderr
 
 
-def count_tasks(root: Path) -> int:
-    """Records in the job's test set (``test_index`` of its testenv.yaml)."""
-    env = root / "testenv" / "testenv.yaml"
+def count_tasks(root: Path, job_name: str = "benchmarkingjob.yaml") -> int:
+    """Records in the job's test set (``test_index`` of its testenv file)."""
+    env = testenv_of(root / job_name)
     match = re.search(r'(?m)^\s*test_index:\s*"([^"]*)"', env.read_text())
     if not match:
         return 0
@@ -198,6 +208,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--job", choices=JOBS, default="codegen")
     parser.add_argument("--data", help="a file of the example's data/ folder as test_index")
+    parser.add_argument("--job-file", default="benchmarkingjob.yaml",
+                        help="the example's job file to run (selfalign: benchmarkingjob_repo.yaml "
+                             "for the repository-level set)")
     parser.add_argument("--hogs", type=int, default=0, help="busy processes beside the job")
     parser.add_argument("--leaderboard", type=Path, help="write the run's leaderboard here")
     parser.add_argument("--title", help="the leaderboard's title (ianvs leaderboard --title)")
@@ -208,11 +221,11 @@ def main() -> int:
     base.mkdir(parents=True, exist_ok=True)
     root = base / args.job
     try:
-        job_file = prepare(args.job, root, args.data)
+        job_file = prepare(args.job, root, args.data, args.job_file)
         wall, cpu, log = run(job_file, args.hogs)
         table = rows(root)
         loads = LOADED.findall(log)
-        tasks = count_tasks(root)
+        tasks = count_tasks(root, args.job_file)
         for row in table:
             per_part = [c for c in row if c.startswith(f"{MAIN[args.job]}[")]  # pass@1[toolz]
             shown = " ".join(f"{c}={row.get(c, '')}" for c in

@@ -18,7 +18,9 @@ from tests.runner.conftest import REPO, run_cli
 from tests.scenarios.conftest import BENCH, read_jsonl
 
 
-def _job(tmp_path: Path, generators: list[str] | None = None) -> Path:
+def _job(tmp_path: Path, generators: list[str] | None = None, plain: bool = False) -> Path:
+    """A copy of the example job; ``generators`` replaces the loop's rows, and then the
+    ``plain`` row is left out unless ``plain``."""
     root = tmp_path / "selfalign"
     shutil.copytree(BENCH / "selfalign", root, ignore=shutil.ignore_patterns("workspace"))
     if generators is not None:
@@ -30,6 +32,8 @@ def _job(tmp_path: Path, generators: list[str] | None = None) -> Path:
                        + json.dumps(generators) + "\n" + text[end:])
         job = root / "benchmarkingjob.yaml"   # without the plain embedded row
         text = job.read_text()
+        if plain:
+            return root
         start = text.index("      # plain code generation")
         end = text.index("  rank:")
         job.write_text(text[:start] + text[end:])
@@ -82,16 +86,22 @@ def test_gold_controls_through_ianvs(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_default_job_on_the_embedded_model(tmp_path: Path) -> None:
-    root = _job(tmp_path)
+    # the default job's model rows (the gold controls' rows are test_gold_controls_through_ianvs)
+    root = _job(tmp_path, ["embedded"], plain=True)
     res = run_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", cwd=root,
                   timeout=1700)
     assert res.returncode == 0, res.stderr[-4000:]
     rows = _rows(root)
-    _check_gold(rows, 4)
+    assert set(rows) == {"embedded", "plain:embedded"}
     model = rows["embedded"]
     assert model["tasks"] == "4" and model["unfinished"] == "0"
     plain = rows["plain:embedded"]          # the same model without the loop, same tasks
     assert 0.0 <= float(plain["pass@1"]) <= 1.0 and plain["tasks"] == "0"
+    # graded on the loop's hidden tests and on the amplified ones, as the loop's final code
+    assert plain["plain_tasks"] == plain["plus_tasks"] == "4"
+    assert plain["hidden_pass@1"] == plain["pass@1"]
+    assert float(plain["hidden_pass@1_plus"]) <= float(plain["hidden_pass@1"])
+    assert plain["align_rate"] in ("", "nan")
     for name in ("align@1", "align_rate", "hidden_pass@1", "hidden_pass@1_first",
                  "test_validity", "invalid_tests"):
         assert 0.0 <= float(model[name]) <= 1.0, name

@@ -66,7 +66,7 @@ def test_gold_controls_align_at_once_and_never(runner: UnitRunner, tmp_path: Pat
         assert broken.aligned_at is None and len(broken.tries) == 3
         assert all(u["outcome"] == "error" for t in broken.tries for u in t.units)
         # tries 2 and 3 repeat try 2's messages exactly: not sent again, cost kept
-        assert broken.tries[2].extra == {"repeat_of": 2}
+        assert broken.tries[2].extra == {"repeat_of": 2, "control": "broken"}
 
 
 def test_feedback_fixes_the_code_and_generate_code_keeps_the_tests(

@@ -76,3 +76,31 @@ def test_metric_row_from_stored_tries(tmp_path: Path) -> None:
     assert (tmp_path / "selfalign_per_try.png").stat().st_size > 1000
     again = selfalign(None, [{}, {}], context, k=[1, 2])   # a re-score: same row, from caches
     assert again == row
+
+
+@pytest.mark.slow
+def test_plain_row_is_graded_on_base_and_amplified_tests(tmp_path: Path) -> None:
+    """A row without the loop (the ``plain`` codegen basemodel) gets hidden pass@1 on the base
+    and on the amplified tests, graded in the sandbox like the loop's final code."""
+    plus = "def check(candidate):\n    assert candidate(1) == 2\n    assert candidate(10) == 11\n"
+    inc = {**TASK, "metadata": {"test_plus": {"test": plus}}}
+    # hard-codes the base test's two cases: passes them, fails the amplified input 10
+    cheat = "def inc(x: int) -> int:\n    return {1: 2, -1: 0}.get(x, 0)\n"
+    preds = [{"task_id": "toy/inc", "samples": [{"task_id": "toy/inc", "sample_index": 0,
+                                                 "code": cheat, "error": None}]},
+             {"task_id": "toy/twice", "samples": [{"task_id": "toy/twice", "sample_index": 0,
+                                                   "code": "def twice(x):\n    return 2 * x\n",
+                                                   "error": None}]}]
+    records = [inc, TWICE]
+    context = MetricContext(records=lambda: iter(records), workspace=tmp_path, sandbox=SANDBOX,
+                            show_progress=False)
+    row = selfalign(None, preds, context, k=[1, 2], mutants=0)
+    assert row["hidden_pass@1"] == 1.0 and row["hidden_pass@1_plus"] == 0.0
+    assert row["plus_tasks"] == 1 and row["plain_tasks"] == 2 and row["tasks"] == 0
+    assert math.isnan(row["align_rate"]) and math.isnan(row["test_validity"])
+    assert set(row) == set(selfalign.columns(k=[1, 2]))
+    # a loop row whose every task failed to generate is not a plain row: nothing graded
+    failed = [{"task_id": r["task_id"], "samples": [{"code": "", "error": "server down"}]}
+              for r in records]
+    row = selfalign(None, failed, context, k=[1, 2], mutants=0)
+    assert row["unfinished"] == 2 and math.isnan(row["hidden_pass@1"])

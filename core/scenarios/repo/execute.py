@@ -58,7 +58,7 @@ import re
 import secrets
 import shutil
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -103,11 +103,14 @@ import pytest
 _CFG = os.path.join({view!r}, {config!r}) if {config!r} else os.devnull
 _R = {{}}
 _CALLED = set()
+_M = {{}}
 _WANT = {tests!r}
 class _Collect:
     def pytest_runtest_logreport(self, report):
         if report.failed:
             _R[report.nodeid] = "failed"
+            _M[report.nodeid] = "\\n".join(l[2:].strip() for l in str(report.longreprtext).splitlines()
+                                           if l.startswith("E "))[-300:]
         elif hasattr(report, "wasxfail"):
             _R[report.nodeid] = "xfailed" if report.skipped else "xpassed"
         elif report.when == "call" and not report.skipped:
@@ -118,6 +121,7 @@ class _Collect:
             _R[report.nodeid] = "skipped"
 rc = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header", "-rN",
                   "--rootdir", {view!r}, "-c", _CFG, "--confcutdir", {view!r}, *{deselect!r}, "--", *[{view!r} + "/" + t for t in _WANT]], plugins=[_Collect()])
+sys.stdout.write("\\n" + {mmark!r} + json.dumps(_M) + "\\n")
 sys.stdout.write("\\n" + {mark!r} + json.dumps(_R) + "\\n")
 sys.stdout.flush()
 _MISSING = [t for t in _WANT if not any(k == t or k.startswith((t + "[", t + "::")) for k in _R)]
@@ -152,6 +156,9 @@ class SampleResult:
     duration_s: float
     isolation: str = ""
     executed_by: str = ""
+    #: per failed test, the ``E`` lines of its report (assertion message; 300 characters):
+    #: what the sample printed, so feedback only, never a verdict
+    messages: dict[str, str] = field(default_factory=dict)
 
 
 def site_of(task: dict, text: str) -> FunctionSite:
@@ -314,7 +321,8 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
             marks[s.sample_id] = f"{RESULT_MARK}{secrets.token_hex(8)}@@"
             roots = [r for r in task.get("env", {}).get("import_roots", ["."]) if r not in ("", ".")]
             program = _RUNNER.format(view=seen_as, sites=sites, tests=tests, deselect=deselect,
-                                     mark=marks[s.sample_id], roots=roots, config=config)
+                                     mark=marks[s.sample_id], mmark=_messages_mark(marks[s.sample_id]),
+                                     roots=roots, config=config)
             requests.append(ExecRequest(id=s.sample_id, mode=ExecMode.SCRIPT, program=program, test="",
                                         timeout=timeout, memory_mb=2048, read_paths=(seen_as,)))
         yield from early
@@ -365,14 +373,28 @@ def _executor(env: RepoEnv | ImageEnv, views: Path, sites: list[str], workers: i
                         start_timeout=120.0 if preload else 20.0)
 
 
+def _messages_mark(mark: str) -> str:
+    """The mark of the runner's line of failure messages (never a prefix of ``mark``'s line)."""
+    return mark[:-2] + "@M@"
+
+
 def _result(sample: Sample, res: ExecResult, mark: str) -> SampleResult:
     tests: dict[str, str] = {}
+    messages: dict[str, str] = {}
+    mmark = _messages_mark(mark)
     for line in (res.stdout or "").splitlines():  # the last line with this sample's mark
         if line.startswith(mark):
             try:
                 tests = json.loads(line[len(mark):])
             except ValueError:
                 tests = {}
+        elif line.startswith(mmark):
+            try:
+                found = json.loads(line[len(mmark):])
+            except ValueError:
+                found = {}
+            messages = {str(k): str(v)[:300] for k, v in found.items()} \
+                if isinstance(found, dict) else {}
     detail = (res.detail + "\n" + (res.stderr or "")[-500:]).strip()
     return SampleResult(sample.sample_id, sample.task["task_id"], res.outcome.value, tests, detail, res.duration_s,
-                        res.isolation_label, res.backend)
+                        res.isolation_label, res.backend, messages)

@@ -10,9 +10,12 @@ One home for its pieces:
 * :mod:`.store` -- the record of every try (``selfalign_tries.jsonl``), resumable;
 * :mod:`.loop` -- the loop of one task, and the responders (generators, gold controls);
 * :mod:`.model` -- the basemodel (``generator``, ``max_tries``, ``generate``, ``feedback``, ...);
-* :mod:`.metrics` -- alignment, hidden pass@1, false alignment, test validity, cost.
+* :mod:`.metrics` -- alignment, hidden pass@1, false alignment, test validity, cost;
+* :mod:`.amplify` -- amplified hidden tests within a derived precondition;
+* :mod:`.repo` -- the repository-level set (repo kind records, tests run in the repository).
 
 Records are codegen records (HumanEval layout: ``task_id``, ``prompt``, ``entry_point``,
-``canonical_solution``, ``test``); the model sees only ``prompt``. See
+``canonical_solution``, ``test``; the model sees only ``prompt``) or repo kind records (a
+repository function; the model sees the repo kind's prompt, never the repository's tests). See
 docs/proposals/scenarios/smart_coding/selfalign.md.
 """

@@ -39,7 +39,8 @@ from core.generation.types import DecodingSettings, GenerationRequest
 from core.scenarios.selfalign.reply import (FEEDBACK_CHARS, Feedback, ParsedReply,
                                             invalid_text, messages, parse_reply, reply_schema,
                                             response_format, wanted)
-from core.scenarios.selfalign.sandbox import INVALID, UnitRunner
+from core.scenarios.selfalign import repo
+from core.scenarios.selfalign.sandbox import INVALID, UnitOutcome, UnitRunner
 from core.scenarios.selfalign.store import TryRecord, TryStore
 from core.scenarios.selfalign.units import check_unit
 
@@ -75,6 +76,7 @@ class Reply:
     finish_reason: str | None = None
     error: str | None = None
     format_error: str | None = None
+    control: str | None = None
 
 
 #: backend errors that are the model's format failure, not the infrastructure's: llama.cpp
@@ -124,9 +126,10 @@ class GeneratorResponder:
 
     def _ask(self, record: Mapping[str, Any], try_index: int, msgs: list[dict[str, str]],
              schema: Mapping[str, Any] | None) -> Any:
+        prompt, entry_point = shown(record)
         request = GenerationRequest(
-            task_id=f"{record['task_id']}#try{try_index}", prompt=str(record["prompt"]),
-            entry_point=record.get("entry_point"), mode="chat", decoding=self.decoding,
+            task_id=f"{record['task_id']}#try{try_index}", prompt=prompt,
+            entry_point=entry_point, mode="chat", decoding=self.decoding,
             messages=tuple(msgs),
             response_format=response_format(schema) if schema is not None else None)
         return next(iter(self.generator.generate([request])))
@@ -162,12 +165,16 @@ class ControlResponder:
 
     def reply(self, record: Mapping[str, Any], try_index: int, msgs: list[dict[str, str]],
               schema: Mapping[str, Any]) -> Reply:
-        body = (str(record.get("canonical_solution", "")) if self.variant == "reference"
-                else BROKEN_BODIES["raise"])
-        hidden = f"{record['test']}\n\ncheck({record['entry_point']})\n"
-        fields = {"code": str(record["prompt"]) + body, "tests": [hidden]}
+        if repo.is_repo_record(record):  # the repository's own tests by node id
+            fields = repo.control_fields(record, self.variant)
+        else:
+            body = (str(record.get("canonical_solution", "")) if self.variant == "reference"
+                    else BROKEN_BODIES["raise"])
+            hidden = f"{record['test']}\n\ncheck({record['entry_point']})\n"
+            fields = {"code": str(record["prompt"]) + body, "tests": [hidden]}
         props = schema.get("properties", {})
-        return Reply(json.dumps({k: v for k, v in fields.items() if k in props}), True)
+        return Reply(json.dumps({k: v for k, v in fields.items() if k in props}), True,
+                     control=self.variant)
 
 
 @dataclass(frozen=True)
@@ -211,7 +218,43 @@ def _feedback(tries: TryRecord, entry_point: str) -> list[Feedback]:
     return out
 
 
-def run_task(record: Mapping[str, Any], responder: Responder, runner: UnitRunner,
+#: what runs a try's units: the HumanEval-style runner, or the repository one for repo records
+Runner = UnitRunner | repo.RepoUnitRunner
+
+
+def shown(record: Mapping[str, Any]) -> tuple[str, str]:
+    """``(prompt the model sees, entry point)`` of a record: a codegen record's ``prompt`` and
+    ``entry_point``; a repo record's prompt (:func:`.repo.loop_prompt`) and function name."""
+    if repo.is_repo_record(record):
+        return repo.loop_prompt(record), str(record["name"])
+    return str(record["prompt"]), str(record["entry_point"])
+
+
+def unit_checks(record: Mapping[str, Any], tests: Sequence[str],
+                control: bool = False) -> list[Any]:
+    """The static verdict on each of a try's tests (:mod:`.units`; for a repo record
+    :func:`.repo.check_units`, where a gold control may name the repository's tests)."""
+    if repo.is_repo_record(record):
+        return repo.check_units(tests, record, control)
+    prompt, entry_point = shown(record)
+    return [check_unit(u, entry_point, prompt) for u in tests]
+
+
+def run_units(runner: Runner, record: Mapping[str, Any], code: str,
+              checks: Sequence[Any]) -> list[UnitOutcome]:
+    """Every unit's outcome against ``code``, in the sandbox the record's kind needs."""
+    if repo.is_repo_record(record):
+        if not isinstance(runner, repo.RepoUnitRunner):
+            raise IanvsError(f"{record['task_id']}: a repository task needs the repository "
+                             "unit runner")
+        return runner.run(code, checks, record)
+    if not isinstance(runner, UnitRunner):
+        raise IanvsError(f"{record['task_id']}: a function task needs the unit runner")
+    prompt, entry_point = shown(record)
+    return runner.run(code, checks, entry_point, helpers=prompt)
+
+
+def run_task(record: Mapping[str, Any], responder: Responder, runner: Runner,
              store: TryStore, settings: LoopSettings) -> TaskOutcome:
     """Run (or resume) the loop of one task; see the module docstring.
 
@@ -220,7 +263,7 @@ def run_task(record: Mapping[str, Any], responder: Responder, runner: UnitRunner
             Either way the tries finished so far are stored and the next run continues.
     """
     task_id = str(record["task_id"])
-    prompt, entry_point = str(record["prompt"]), str(record["entry_point"])
+    prompt, entry_point = shown(record)
     model = responder.describe()
     stored = store.tries(task_id)
     done: list[TryRecord] = []
@@ -250,16 +293,17 @@ def run_task(record: Mapping[str, Any], responder: Responder, runner: UnitRunner
     return TaskOutcome(task_id, done)
 
 
-def _one_try(record: Mapping[str, Any], responder: Responder, runner: UnitRunner, t: int,
+def _one_try(record: Mapping[str, Any], responder: Responder, runner: Runner, t: int,
              msgs: list[dict[str, str]], schema: Mapping[str, Any], key: str,
              prev: TryRecord | None, want_code: bool, want_tests: bool) -> TryRecord:
-    prompt, entry_point = str(record["prompt"]), str(record["entry_point"])
+    prompt, entry_point = shown(record)
     extra: dict[str, Any] = {}
     if prev is not None and prev.messages == msgs and responder.deterministic:
         # greedy decoding of the same messages: the reply is the previous one; not sent again,
         # but its tokens and latency are what a loop sending it would pay, so they are kept
         reply = Reply(prev.raw_output, prev.structured, prev.prompt_tokens,
-                      prev.completion_tokens, prev.latency_s, prev.finish_reason)
+                      prev.completion_tokens, prev.latency_s, prev.finish_reason,
+                      control=prev.extra.get("control"))
         extra["repeat_of"] = prev.extra.get("repeat_of", prev.try_)
     else:
         reply = responder.reply(record, t, msgs, schema)
@@ -270,18 +314,23 @@ def _one_try(record: Mapping[str, Any], responder: Responder, runner: UnitRunner
         extra["server_error"] = reply.format_error
     else:
         parsed = parse_reply(reply.raw_output, want_code, want_tests)
-    if want_code:
-        code = extract_code(parsed.code, prompt, entry_point) if parsed.code is not None else ""
+    if reply.control is not None:
+        extra["control"] = reply.control  # a gold control's try: may name hidden tests
+    if want_code and parsed.code is not None:
+        code = repo.final_code(parsed.code, record) if repo.is_repo_record(record) \
+            else extract_code(parsed.code, prompt, entry_point)
+    elif want_code:
+        code = ""
     else:
         code = prev.code if prev else ""
     if want_tests:
         tests = list(parsed.tests) if parsed.tests is not None else []
     else:
         tests = list(prev.tests) if prev else []
-    checks = [check_unit(u, entry_point, prompt) for u in tests]
+    checks = unit_checks(record, tests, reply.control is not None)
     runs_before = runner.runs
     started = time.perf_counter()
-    outcomes = runner.run(code, checks, entry_point, helpers=prompt)
+    outcomes = run_units(runner, record, code, checks)
     sandbox_s = time.perf_counter() - started
     aligned = bool(outcomes) and all(o.passed for o in outcomes)
     return TryRecord(

@@ -28,7 +28,16 @@ records of the run and returns one row:
                           hidden test look equivalent and are left out, counted in
                           ``equivalent_mutants``; ``mutants`` counts the rest
 ``tasks``                 tasks with at least one stored try
+``plain_tasks``           a row without the loop (the ``plain`` codegen or repo basemodel in
+                          the same job): its tasks; such a row gets ``hidden_pass@1`` and
+                          ``hidden_pass@1_plus`` of its samples (unbiased pass@1 over them) on
+                          the same hidden and amplified tests, every loop column empty
 ========================= =================================================================
+
+Repository tasks (repo kind records, :mod:`.repo`) are graded by the repository's own tests
+(the ``repo_tests`` machinery and cache file; ``sources`` and ``timeout`` as for that metric);
+test validity runs the final tests against the original function and mutants are mutants of
+it, each in a view of the repository; there are no amplified tests there (``plus_tasks`` 0).
 
 Every program here (reference, mutants, model code) runs in the sandbox; the hidden tests of
 the mutant filter run as one unit (the dataset's ``check`` called on the entry point).
@@ -46,6 +55,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from core.common.errors import ConfigError
@@ -53,6 +63,9 @@ from core.scenarios.selfalign.mutants import make_mutants
 from core.scenarios.selfalign.sandbox import (INVALID, SandboxInfraError, SandboxSettings,
                                               UnitRunner)
 from core.scenarios.selfalign.store import TRIES_FILE, TryRecord, TryStore
+from core.scenarios.repo.kind import answer_code
+from core.scenarios.selfalign import repo
+from core.scenarios.selfalign.loop import run_units, unit_checks
 from core.scenarios.selfalign.units import check_unit
 from core.testcasecontroller.metrics.code_execution import iter_results
 from core.testenvmanager.testenv.testenv import SANDBOX_KEYS
@@ -60,6 +73,7 @@ from core.testenvmanager.testenv.testenv import SANDBOX_KEYS
 logger = logging.getLogger(__name__)
 
 VALIDITY_FILE = "selfalign_validity.jsonl"
+VALIDITY_REPO_FILE = "selfalign_validity_repo.jsonl"
 PER_TRY_FILE = "selfalign_per_try.json"
 PER_TASK_FILE = "selfalign_per_task.jsonl"
 COST_COLUMNS = ["tries_per_task", "tokens_per_task", "sandbox_runs_per_task", "wall_s_per_task",
@@ -78,8 +92,37 @@ def _share(num: float, den: float) -> float:
 
 
 def _code(t: TryRecord, record: Mapping[str, Any]) -> str:
-    """The module graded for a try: its code, or the prompt's stub when it had none."""
+    """The module graded for a try: its code, or the prompt's stub when it had none (for a
+    repository task the function's header alone)."""
+    if repo.is_repo_record(record):
+        return t.code or repo.stub_code(record)
     return t.code or str(record["prompt"])
+
+
+class _RepoGrading:
+    """Grading of the repository-level set (:mod:`.repo`): hidden tests by the repo kind's
+    machinery, units in views of the repository; the metric's ``sources`` name the sources."""
+
+    def __init__(self, context: Any, sources: Mapping[str, str] | None, timeout: float) -> None:
+        if not sources:
+            raise ConfigError("the selfalign metric needs 'sources' for repository tasks",
+                              hint="sources: {<repo name>: <archive>} as for repo_tests")
+        sandbox = dict(getattr(context, "sandbox", None) or {})
+        self.workspace = Path(context.workspace)
+        self.timeout = float(timeout)
+        self.workers = int(sandbox.get("workers", 2))
+        self.runner = repo.RepoUnitRunner(
+            repo.resolve_sources(sources, getattr(context, "config_dir", None)),
+            self.workspace / VALIDITY_REPO_FILE, timeout=self.timeout,
+            min_isolation=str(sandbox.get("min_isolation", "kernel")))
+
+    def hidden(self, items: Sequence[tuple[Mapping[str, Any], str]]) -> list[bool]:
+        try:
+            return repo.grade_hidden(items, self.runner.sources, self.workspace, self.timeout,
+                                     workers=self.workers, runner=self.runner)
+        except SandboxInfraError as exc:
+            raise ConfigError(f"sandbox failed while grading the hidden tests: {exc}",
+                              hint="run again: results so far are cached") from exc
 
 
 def _validity_runner(context: Any) -> UnitRunner:
@@ -93,8 +136,11 @@ def _validity_runner(context: Any) -> UnitRunner:
 
 
 def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
-              k: int | Sequence[int] = (1, 5), mutants: int = 10) -> dict[str, Any]:
-    """The self-align row (module docstring); ``mutants: 0`` skips the mutation score."""
+              k: int | Sequence[int] = (1, 5), mutants: int = 10,
+              sources: Mapping[str, str] | None = None, timeout: float = 120.0) -> dict[str, Any]:
+    """The self-align row (module docstring); ``mutants: 0`` skips the mutation score.
+    ``sources`` and ``timeout`` (seconds per run of a repository's tests) are for the
+    repository-level set, as for the ``repo_tests`` metric."""
     ks = _ks(k)
     if isinstance(mutants, bool) or not isinstance(mutants, int) or mutants < 0:
         raise ConfigError(f"mutants must be an integer >= 0, got {mutants!r}")
@@ -105,18 +151,27 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
     store = TryStore(workspace / TRIES_FILE)
     records = [r for r in context.records()]
     done = [(r, store.tries(str(r["task_id"]))) for r in records]
+    repo_grading = _RepoGrading(context, sources, timeout) \
+        if records and repo.is_repo_record(records[0]) else None
+    if not any(tries for _, tries in done) and _plain_predictions(y_pred, len(records)):
+        return _plain_row(records, list(y_pred), context, ks, repo_grading)
     unfinished = sum(1 for _, tries in done if not tries)
     done = [(r, tries) for r, tries in done if tries]
     depth = max((len(t) for _, t in done), default=0)
-    # hidden tests: every try's code, graded once (cached) by the codegen grading path
-    preds = [{"task_id": r["task_id"], "samples": [
-        {"task_id": r["task_id"], "sample_index": i, "code": _code(t, r)}
-        for i, t in enumerate(tries)]} for r, tries in done]
     hidden: list[list[bool]] = []
-    for results in iter_results([r for r, _ in done], preds, getattr(context, "sandbox", {}) or {},
-                                workspace, getattr(context, "show_progress", False),
-                                total=len(done)):
-        hidden.append([s.passed for s in results])
+    if repo_grading is not None:  # the repository's own tests, every try's code (cached)
+        flat = repo_grading.hidden([(r, _code(t, r)) for r, tries in done for t in tries])
+        for _, tries in done:
+            hidden.append(flat[:len(tries)])
+            flat = flat[len(tries):]
+    else:  # hidden tests: every try's code, graded once (cached) by the codegen grading path
+        preds = [{"task_id": r["task_id"], "samples": [
+            {"task_id": r["task_id"], "sample_index": i, "code": _code(t, r)}
+            for i, t in enumerate(tries)]} for r, tries in done]
+        for results in iter_results([r for r, _ in done], preds,
+                                    getattr(context, "sandbox", {}) or {}, workspace,
+                                    getattr(context, "show_progress", False), total=len(done)):
+            hidden.append([s.passed for s in results])
     # amplified hidden tests (metadata.test_plus, see .amplify): final code of the tasks having them
     plus_records = [(i, {**r, "test": r["metadata"]["test_plus"]["test"]})
                     for i, (r, _) in enumerate(done)
@@ -126,21 +181,25 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
         for i, r in plus_records]
     plus_pass = [results[0].passed for results in iter_results(
         [r for _, r in plus_records], plus_preds, getattr(context, "sandbox", {}) or {},
-        workspace, False, total=len(plus_records))]
+        workspace, False, total=len(plus_records))] if plus_records else []
     # test validity: the final tests against the reference solution
     valid = total_final = 0
     mutation = {"killed": 0, "mutants": 0, "equivalent": 0}
-    with _validity_runner(context) as runner:
+    with (repo_grading.runner if repo_grading is not None else _validity_runner(context)) \
+            as runner:
         for r, tries in done:
             final = tries[-1]
-            entry, prompt = str(r["entry_point"]), str(r["prompt"])
-            checks = [check_unit(u, entry, prompt) for u in final.tests]
+            checks = unit_checks(r, final.tests, final.extra.get("control") is not None)
             total_final += len(checks)
-            reference = prompt + str(r.get("canonical_solution", ""))
+            reference = repo.reference_code(r) if repo_grading is not None else \
+                str(r["prompt"]) + str(r.get("canonical_solution", ""))
             try:
-                outs = runner.run(reference, checks, entry, helpers=prompt)
+                outs = run_units(runner, r, reference, checks)
                 valid += sum(o.passed for o in outs)
-                if mutants:
+                if mutants and repo_grading is not None:
+                    _repo_mutation(repo_grading, r, reference, checks, mutants, mutation)
+                elif mutants:
+                    assert isinstance(runner, UnitRunner)
                     _mutation(runner, r, reference, checks, mutants, mutation)
             except SandboxInfraError as exc:
                 raise ConfigError(f"sandbox failed while checking the model-written tests: "
@@ -171,16 +230,92 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
         "wall_s_per_aligned": _share(wall, aligned),
         "mutation_score": _share(mutation["killed"], mutation["mutants"]),
         "mutants": mutation["mutants"], "equivalent_mutants": mutation["equivalent"],
-        "tasks": n, "unfinished": unfinished})
+        "tasks": n, "plain_tasks": 0, "unfinished": unfinished})
     _per_try(workspace, done, hidden, aligned_at, depth)
     return row
 
 
-selfalign.columns = lambda k=(1, 5), mutants=10: [  # type: ignore[attr-defined]
+selfalign.columns = lambda k=(1, 5), mutants=10, sources=None, timeout=120.0: [  # type: ignore[attr-defined]
     *[f"align@{kk}" for kk in _ks(k)],
     "align_rate", "hidden_pass@1", "hidden_pass@1_first", "hidden_pass@1_plus", "plus_tasks",
     "false_alignment", "false_aligned", "aligned", "test_validity", "invalid_tests", "parse_failures", "tries", *COST_COLUMNS,
-    "mutation_score", "mutants", "equivalent_mutants", "tasks", "unfinished"]
+    "mutation_score", "mutants", "equivalent_mutants", "tasks", "plain_tasks", "unfinished"]
+
+
+def _plain_predictions(y_pred: Any, n: int) -> bool:
+    """True when ``y_pred`` are predictions of a row without the loop (the ``plain`` codegen
+    basemodel): one per record, none a self-align prediction, and some sample with code and
+    no generation error (a loop row whose every task failed has errors, not code)."""
+    if not isinstance(y_pred, Sequence) or isinstance(y_pred, (str, bytes)) or len(y_pred) != n:
+        return False
+    if not all(isinstance(p, Mapping) and "selfalign" not in p for p in y_pred):
+        return False
+    return any(isinstance(s, Mapping) and (s.get("code") or s.get("raw_output"))
+               and not s.get("error")
+               for p in y_pred for s in p.get("samples") or [])
+
+
+@dataclass(frozen=True)
+class _Passed:
+    passed: bool
+
+
+def _pass_share(results: Sequence[Sequence[Any]]) -> float:
+    """Unbiased pass@1 over tasks (mean over tasks of passed samples / samples); a task
+    without samples counts as 0."""
+    per_task = [sum(r.passed for r in rs) / len(rs) if rs else 0.0 for rs in results]
+    return _share(sum(per_task), len(per_task))
+
+
+def _plain_row(records: list[Mapping[str, Any]], y_pred: list[Any], context: Any,
+               ks: list[int], repo_grading: _RepoGrading | None = None) -> dict[str, Any]:
+    """The row of a test case without the loop (a ``plain`` row): its samples graded on the
+    hidden tests and on the amplified ones, so it compares with the loop's ``hidden_pass@1``
+    and ``hidden_pass@1_plus`` on the same tests; the loop's own columns stay empty (NaN).
+    A repository task's sample is read from its ``raw_output`` by the repo kind and graded by
+    the repository's own tests (no amplified tests there)."""
+    sandbox = getattr(context, "sandbox", {}) or {}
+    workspace = Path(context.workspace)
+    if repo_grading is not None:
+        items = [(r, answer_code(str(s.get("raw_output") or ""), r))
+                 for r, p in zip(records, y_pred) for s in p.get("samples") or []
+                 if not s.get("error")]
+        flat = repo_grading.hidden(items)
+        base: list[Sequence[Any]] = []
+        for p in y_pred:
+            n = sum(1 for s in p.get("samples") or [] if not s.get("error"))
+            base.append([_Passed(v) for v in flat[:n]])
+            flat = flat[n:]
+    else:
+        base = list(iter_results(records, y_pred, sandbox, workspace,
+                                 getattr(context, "show_progress", False), total=len(records)))
+    plus_idx = [i for i, r in enumerate(records)
+                if isinstance((r.get("metadata") or {}).get("test_plus"), Mapping)]
+    plus = list(iter_results([{**records[i], "test": records[i]["metadata"]["test_plus"]["test"]}
+                              for i in plus_idx], [y_pred[i] for i in plus_idx], sandbox,
+                             workspace, False, total=len(plus_idx))) if plus_idx else []
+    columns = selfalign.columns(k=ks)  # type: ignore[attr-defined]
+    row: dict[str, Any] = {name: math.nan for name in columns}
+    row.update({"hidden_pass@1": _pass_share(base), "hidden_pass@1_plus": _pass_share(plus),
+                "plus_tasks": len(plus_idx), "tasks": 0, "plain_tasks": len(records),
+                "unfinished": 0, "tries": 0, "parse_failures": 0})
+    return row
+
+
+def _repo_mutation(grading: _RepoGrading, record: Mapping[str, Any], reference: str,
+                   checks: list[Any], limit: int, counts: dict[str, int]) -> None:
+    """:func:`_mutation` for a repository task: a mutant of the original function is
+    equivalent-looking when it passes the repository's own tests; the others are killed when
+    some valid unit does not pass on them (units run in a view, :mod:`.repo`)."""
+    found = make_mutants(reference, str(record["name"]), limit)
+    survives = grading.hidden([(record, m.code) for m in found])
+    for mutant, passes in zip(found, survives):
+        if passes:
+            counts["equivalent"] += 1
+            continue
+        counts["mutants"] += 1
+        outs = grading.runner.run(mutant.code, checks, record)
+        counts["killed"] += any(o.outcome != INVALID and not o.passed for o in outs)
 
 
 def _mutation(runner: UnitRunner, record: Mapping[str, Any], reference: str,

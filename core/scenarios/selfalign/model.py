@@ -21,6 +21,11 @@ An example's ``basemodel.py`` registers :class:`SelfAlignModel` under its alias.
 ``test_timeout``     seconds per model-written test in the sandbox (default 3)
 ``min_isolation``    sandbox level the model-written tests need (default ``process``)
 ``sandbox_workers``  parallel sandbox slots for them (default 2)
+``sources_dir``      repository-level set only (repo kind records): the folder holding each
+                     repository's source as ``<repo name>.tar.gz`` (or a folder or bundle of
+                     that name), checked against the tasks' content hash
+``repo_timeout``     repository-level set only: seconds for one run of a try's tests in the
+                     repository (default 120)
 anything else        passed to the inner generator (``model_path``, ``n_threads``,
                      ``base_url``, ...)
 ==================== ========================================================================
@@ -45,8 +50,9 @@ from core.common.progress import progress_bar
 from core.generation import create_generator, generator_parameters
 from core.generation.codegen_model import DECODING_KEYS, CodegenModel
 from core.generation.types import DecodingSettings
+from core.scenarios.selfalign import repo
 from core.scenarios.selfalign.loop import (ControlResponder, GenerationFailed,
-                                           GeneratorResponder, LoopSettings, Responder,
+                                           GeneratorResponder, LoopSettings, Responder, Runner,
                                            run_task)
 from core.scenarios.selfalign.reply import FEEDBACK_CHOICES, GENERATE_CHOICES, TEST_STYLES
 from core.scenarios.selfalign.sandbox import SandboxInfraError, SandboxSettings, UnitRunner
@@ -58,7 +64,8 @@ UNITS_FILE = "selfalign_units.jsonl"
 CONTROLS = ("reference", "broken")
 LOOP_KEYS = ("max_tries", "generate", "feedback", "tests_per_task", "test_style")
 SANDBOX_KEYS = ("test_timeout", "min_isolation", "sandbox_workers")
-OWN_KEYS = ("generator", "structured", *LOOP_KEYS, *SANDBOX_KEYS)
+REPO_KEYS = ("sources_dir", "repo_timeout")
+OWN_KEYS = ("generator", "structured", *LOOP_KEYS, *SANDBOX_KEYS, *REPO_KEYS)
 
 
 def _choice(params: Mapping[str, Any], name: str, choices: tuple[str, ...], default: str) -> str:
@@ -82,6 +89,8 @@ class SelfAlignModel:
     def __init__(self, **hyperparameters: Any) -> None:
         (self.generator_name, self.loop, self.structured, self.sandbox, self.decoding,
          self.generator_params) = self._parse(hyperparameters)
+        self.sources_dir = hyperparameters.get("sources_dir")
+        self.repo_timeout = float(hyperparameters.get("repo_timeout", 120.0))
         self._responder: Responder | None = None
         self._generator: Any = None
 
@@ -106,6 +115,16 @@ class SelfAlignModel:
         timeout = params.get("test_timeout", 3.0)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ConfigError(f"test_timeout must be a positive number of seconds, got {timeout!r}")
+        repo_timeout = params.get("repo_timeout", 120.0)
+        if isinstance(repo_timeout, bool) or not isinstance(repo_timeout, (int, float)) \
+                or repo_timeout <= 0:
+            raise ConfigError("repo_timeout must be a positive number of seconds, got "
+                              f"{repo_timeout!r}")
+        sources_dir = params.get("sources_dir")  # resolved by the framework; checked on use
+        if sources_dir is not None and not isinstance(sources_dir, (str, Path)):
+            raise ConfigError(f"sources_dir must be a folder's path, got {sources_dir!r}",
+                              hint="the folder of the repositories' <name>.tar.gz sources, "
+                                   "relative to the algorithm YAML")
         sandbox = SandboxSettings(
             backend="local", timeout=float(timeout),
             options={"min_isolation": str(params.get("min_isolation", "process")),
@@ -154,7 +173,23 @@ class SelfAlignModel:
         store = TryStore(workspace / TRIES_FILE)
         results: list[dict[str, Any]] = []
         failed = 0
-        with UnitRunner(self.sandbox, workspace / UNITS_FILE) as runner, \
+        runner: Runner
+        if records and repo.is_repo_record(records[0]):
+            for record in records:
+                if not repo.is_repo_record(record):
+                    raise ConfigError(f"{record['task_id']}: a function record among repository "
+                                      "records; one set per job")
+                repo.check_task(record)
+            if self.sources_dir is None:
+                raise ConfigError("repository tasks need sources_dir (the folder of the "
+                                  "repositories' sources) in the self-align hyperparameters")
+            runner = repo.RepoUnitRunner(
+                repo.resolve_sources(None, sources_dir=str(self.sources_dir)),
+                workspace / repo.REPO_UNITS_FILE, timeout=self.repo_timeout,
+                min_isolation=str((self.sandbox.options or {}).get("min_isolation", "kernel")))
+        else:
+            runner = UnitRunner(self.sandbox, workspace / UNITS_FILE)
+        with runner, \
                 progress_bar(total=len(records), desc=f"self-align ({self.generator_name})",
                              unit="task", enabled=getattr(context, "show_progress", True)) as bar:
             aligned = 0
@@ -186,9 +221,13 @@ class SelfAlignModel:
     @staticmethod
     def _prediction(record: Mapping[str, Any], tries: list[Any]) -> dict[str, Any]:
         final = tries[-1]
-        code = final.code or str(record["prompt"])
+        is_repo = repo.is_repo_record(record)
+        stub = repo.stub_code(record) if is_repo else str(record["prompt"])
+        code = final.code or stub
+        # a repository task's answer is read from raw_output by the repo kind (repo_tests):
+        # there it is the final function itself
         sample = {"task_id": record["task_id"], "sample_index": 0,
-                  "raw_output": final.raw_output, "code": code,
+                  "raw_output": code if is_repo else final.raw_output, "code": code,
                   "prompt_tokens": sum(t.prompt_tokens or 0 for t in tries),
                   "completion_tokens": sum(t.completion_tokens or 0 for t in tries),
                   "latency_s": round(sum(t.latency_s for t in tries), 4), "error": None,
@@ -196,7 +235,7 @@ class SelfAlignModel:
         aligned_at = next((t.try_ for t in tries if t.aligned), None)
         return {"task_id": record["task_id"], "samples": [sample],
                 "selfalign": {"aligned_at": aligned_at, "tries": len(tries),
-                              "first_code": tries[0].code or str(record["prompt"])}}
+                              "first_code": tries[0].code or stub}}
 
     def close(self) -> None:
         if self._generator is not None:

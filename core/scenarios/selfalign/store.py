@@ -24,7 +24,9 @@ task (a run with other settings redid them). Fields of a line (:class:`TryRecord
 ``aligned``         every unit passed (at least one unit; an invalid unit is not a pass)
 ``prompt_tokens``, ``completion_tokens``, ``latency_s``, ``finish_reason``   the model call
 ``sandbox_runs``, ``sandbox_s``   sandbox requests made for this try and their wall time
-``extra``           ``repeat_of`` (a greedy repeat not sent again), ``server_error``
+``extra``           ``repeat_of`` (a greedy repeat not sent again), ``server_error``,
+                    ``control`` (a gold control's try: ``reference`` or ``broken``; only
+                    such a try may name the repository's tests as its own, :mod:`.repo`)
 =================== ========================================================================
 """
 from __future__ import annotations

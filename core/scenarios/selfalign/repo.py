@@ -1,0 +1,427 @@
+"""The repository-level set of the self-align loop: the repo kind's function tasks.
+
+A repo record (docs/proposals/scenarios/smart_coding/repo.md: a function of a real repository,
+toolz, ELI5 or dataset, whose body the repository's own tests check) goes through the same loop
+as a HumanEval record; what differs is where code and tests run:
+
+* **What the model sees** (:func:`loop_prompt`): the repo kind's prompt (the nearest repository
+  context, the file's name, the function's header and docstring), never the repository's tests.
+* **Its code** (:func:`final_code`): the function it wrote, read like any repo answer
+  (:func:`core.scenarios.repo.kind.answer_code`: a full ``def``).
+* **Its tests** are units checked statically like HumanEval's (:mod:`.units`: parsed, never run
+  here; invalid ones counted). The valid ones become one pytest module,
+  :data:`UNITS_FILE`, placed at the root of a private copy-on-write view of the repository
+  whose file holds the model's function injected by AST position (:mod:`core.scenarios.repo.view`,
+  :func:`core.scenarios.repo.execute.run_samples`): each unit is a test function that imports
+  the function from its module (:func:`target_import`) and runs the unit's asserts on it. One
+  sandbox request runs them all in the repository's environment (``kernel`` isolation at
+  least: the view walls rest on Landlock); the per-test outcomes give each unit's outcome, the
+  ``E`` lines of a failing test's report its feedback message. A unit whose test never ran
+  (the module did not import, the run timed out) gets the run's outcome (``error``,
+  ``timeout``).
+* **Hidden tests** are the repository's own (the task's FAIL_TO_PASS and PASS_TO_PASS node
+  ids), graded by the repo kind's machinery in the same way (:func:`grade_hidden`), with the
+  ``repo_tests`` metric's cache file, so the two never run the same sample twice.
+* **Gold controls** (:func:`control_fields`): ``reference`` replies with the original function
+  and, as its own tests, the hidden tests by node id (units ``repo-test:<node id>``, which only a
+  control's try may name: :func:`check_units`; to a model's try such a unit is not Python, so
+  invalid); ``broken`` replies with a body that raises and the same tests.
+
+Grading tier: ``in_process`` (the repository's code, the model's function and its tests share
+one interpreter in the sandbox, as for the repo kind). Tasks needing a service
+(``services: [postgres]``) and methods (``class_name`` set: the units call the function by
+name) are refused with a ConfigError; :func:`function_tasks` selects the usable tasks of a
+tasks file.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from core.common import pyast
+from core.common.errors import ConfigError
+from core.generation.reference import BROKEN_BODIES
+from core.scenarios.repo.env import RepoEnv, ensure_env
+from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
+from core.scenarios.repo.kind import answer_code
+from core.scenarios.repo.prompts import header_of, prompt_of, reference_code
+from core.scenarios.repo.scoring import (EXECUTIONS_FILE, GRADING_VERSION, _key, _load_done,
+                                         source_root)
+from core.scenarios.selfalign.sandbox import INVALID, SandboxInfraError, UnitOutcome
+from core.scenarios.selfalign.units import VALID, UnitCheck, check_unit
+from core.testenvmanager.sandbox.types import ExecutorClosedError
+
+T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
+
+#: the pytest module of a try's units, at the root of its view
+UNITS_FILE = "test_selfalign_units.py"
+#: a gold control's unit naming one of the repository's tests
+HIDDEN_PREFIX = "repo-test:"
+#: the cache of unit runs in the test case folder
+REPO_UNITS_FILE = "selfalign_repo_units.jsonl"
+#: isolation levels, weakest first (the sandbox's order)
+_LEVELS = ("none", "process", "netns", "kernel", "full")
+
+
+def is_repo_record(record: Mapping[str, Any]) -> bool:
+    """True for a repo kind record (``signature``, ``repo`` and a ``tests`` object)."""
+    return "signature" in record and isinstance(record.get("repo"), Mapping) \
+        and isinstance(record.get("tests"), Mapping)
+
+
+def check_task(record: Mapping[str, Any]) -> None:
+    """Raise :class:`ConfigError` for a repo record the loop cannot run (module docstring)."""
+    if record.get("class_name"):
+        raise ConfigError(f"{record['task_id']}: a method ({record['qualname']}); the self-align "
+                          "loop takes module-level functions, which its tests call by name",
+                          hint="select the tasks with core.scenarios.selfalign.repo.function_tasks")
+    if record.get("services"):
+        raise ConfigError(f"{record['task_id']}: needs services {record['services']}; the "
+                          "self-align loop runs repository tasks without services",
+                          hint="use the SQLite set (dataset-sqlite-tasks.jsonl)")
+
+
+def function_tasks(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The records the loop can run: module-level functions without services."""
+    return [dict(r) for r in records if not r.get("class_name") and not r.get("services")]
+
+
+def loop_prompt(record: Mapping[str, Any]) -> str:
+    """What the model is shown: the repo kind's completion prompt (context, file, header)."""
+    return prompt_of(record)
+
+
+def hidden_tests(record: Mapping[str, Any]) -> list[str]:
+    """The repository's tests of the task (FAIL_TO_PASS then PASS_TO_PASS node ids)."""
+    tests = record["tests"]
+    return [*tests.get("fail_to_pass", []), *tests.get("pass_to_pass", [])]
+
+
+def final_code(raw_code: str, record: Mapping[str, Any]) -> str:
+    """The function a reply's ``code`` field stands for (the repo kind's reading)."""
+    return answer_code(raw_code, record)
+
+
+def stub_code(record: Mapping[str, Any]) -> str:
+    """What is graded when a try has no code: the header alone (fails as a function would)."""
+    return answer_code("", record)
+
+
+def target_import(record: Mapping[str, Any]) -> str:
+    """``from <module> import <name>`` for the task's function, the module named from its file
+    and the environment's import roots (``src/pkg/m.py`` with root ``src`` -> ``pkg.m``)."""
+    parts = list(Path(str(record["file"])).with_suffix("").parts)
+    for root in record.get("env", {}).get("import_roots", ["."]):
+        prefix = [p for p in Path(root).parts if p != "."]
+        if prefix and parts[:len(prefix)] == prefix:
+            parts = parts[len(prefix):]
+            break
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return f"from {'.'.join(parts)} import {record['name']}"
+
+
+def check_units(tests: Sequence[str], record: Mapping[str, Any],
+                control: bool = False) -> list[UnitCheck]:
+    """Each test as a unit (:func:`.units.check_unit` against the loop prompt); a control's
+    ``repo-test:<node id>`` naming one of the task's hidden tests is valid as it is."""
+    hidden = set(hidden_tests(record))
+    out = []
+    for unit in tests:
+        if control and unit.startswith(HIDDEN_PREFIX) and unit[len(HIDDEN_PREFIX):] in hidden:
+            out.append(UnitCheck(VALID, unit))
+        else:
+            out.append(check_unit(unit, str(record["name"]), loop_prompt(record)))
+    return out
+
+
+def units_module(checks: Sequence[tuple[int, UnitCheck]], record: Mapping[str, Any]
+                 ) -> tuple[str, dict[int, str]]:
+    """The pytest module of the valid model-written units (index, check) and the node id of
+    each: ``test_unit_<index>`` calls the unit's ``check`` on the imported function."""
+    name = str(record["name"])
+    lines = [target_import(record), ""]
+    ids: dict[int, str] = {}
+    for index, check in checks:
+        tree = pyast.parse(check.test)
+        func = tree.body[0]
+        assert isinstance(func, ast.FunctionDef)  # judge_test's shape: one def check(candidate)
+        func.name = f"_check_{index}"
+        lines += ["", ast.unparse(tree), "", "",
+                  f"def test_unit_{index}():", f"    _check_{index}({name})", ""]
+        ids[index] = f"{UNITS_FILE}::test_unit_{index}"
+    return "\n".join(lines) + "\n", ids
+
+
+def control_fields(record: Mapping[str, Any], variant: str) -> dict[str, Any]:
+    """A gold control's reply fields (module docstring)."""
+    code = reference_code(record) if variant == "reference" \
+        else header_of(record) + BROKEN_BODIES["raise"]
+    return {"code": code, "tests": [HIDDEN_PREFIX + t for t in hidden_tests(record)]}
+
+
+def _statuses(tests: Mapping[str, str], node: str) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in tests.items()
+            if k == node or k.startswith((node + "[", node + "::"))]
+
+
+class RepoUnitRunner:
+    """Runs a try's units against its code in a view of the repository (module docstring),
+    with an on-disk cache keyed by (task, source, code, units, timeout)."""
+
+    def __init__(self, sources: Mapping[str, Path], cache_path: Path | None = None,
+                 timeout: float = 120.0, min_isolation: str = "kernel",
+                 workers: int = 1) -> None:
+        self.sources = {name: Path(p) for name, p in sources.items()}
+        self.cache_path = cache_path
+        self.timeout = timeout
+        self.min_isolation = min_isolation if _LEVELS.index(min_isolation) \
+            >= _LEVELS.index("kernel") else "kernel"
+        self.workers = workers
+        self.runs = 0
+        self._roots: dict[str, Path] = {}
+        self._envs: dict[str, RepoEnv] = {}
+        self._cache: dict[str, list[dict[str, Any]]] = {}
+        if cache_path is not None and cache_path.exists():
+            for line in cache_path.read_text(encoding="utf-8").splitlines():
+                try:
+                    row = json.loads(line)
+                    self._cache[row["key"]] = row["units"]
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line cut by a kill: that run is made again
+
+    def root(self, record: Mapping[str, Any]) -> Path:
+        """The materialised source of the record's repository (checked by content hash)."""
+        name, want = str(record["repo"]["name"]), str(record["repo"]["content_hash"])
+        if want not in self._roots:
+            if name not in self.sources:
+                raise ConfigError(f"no source for repository {name!r}",
+                                  hint=f"add {name}: <archive, bundle or folder> to sources "
+                                       "(or put <name>.tar.gz in sources_dir)")
+            self._roots[want] = source_root(self.sources[name], want)
+        return self._roots[want]
+
+    def env(self, record: Mapping[str, Any]) -> RepoEnv:
+        """The repository's environment (a cached venv; created once, needing the index)."""
+        env = record.get("env", {})
+        key = json.dumps([env.get("requirements") or [], env.get("project")], sort_keys=True)
+        if key not in self._envs:
+            self._envs[key] = ensure_env(list(env.get("requirements") or []),
+                                         project=env.get("project"))
+        return self._envs[key]
+
+    def _key(self, record: Mapping[str, Any], code: str, tests: list[str]) -> str:
+        doc = [record["task_id"], record["repo"]["content_hash"], code, tests, self.timeout,
+               record["tests"].get("deselect", []), GRADING_VERSION]
+        return hashlib.sha256(json.dumps(doc).encode("utf-8")).hexdigest()
+
+    def run(self, code: str, checks: Sequence[UnitCheck],
+            record: Mapping[str, Any]) -> list[UnitOutcome]:
+        """The outcome of every unit (in order) against ``code`` (a full ``def``).
+
+        Raises:
+            SandboxInfraError: the sandbox failed (nothing of the run is cached).
+            ConfigError: the task cannot run here (:func:`check_task`, no source).
+        """
+        check_task(record)
+        out: dict[int, UnitOutcome] = {}
+        valid: list[tuple[int, UnitCheck]] = []
+        for i, check in enumerate(checks):
+            if not check.valid:
+                out[i] = UnitOutcome(i, INVALID, reason=check.status)
+            elif not code.strip():
+                out[i] = UnitOutcome(i, "syntax_error", detail="no code")
+            else:
+                valid.append((i, check))
+        if valid:
+            key = self._key(record, code, [c.test for _, c in valid])
+            rows = self._cache.get(key)
+            ran = rows is None
+            if rows is None:
+                rows = self._execute(code, valid, record)
+                self._cache[key] = rows
+                self._append(key, rows)
+            for (i, _), row in zip(valid, rows):
+                out[i] = UnitOutcome(i, row["outcome"], detail=row["detail"], output="",
+                                     ran=ran, duration_s=row["duration_s"])
+        return [out[i] for i in range(len(checks))]
+
+    def _execute(self, code: str, valid: list[tuple[int, UnitCheck]],
+                 record: Mapping[str, Any]) -> list[dict[str, Any]]:
+        hidden = [c.test[len(HIDDEN_PREFIX):] for _, c in valid if c.test.startswith(HIDDEN_PREFIX)]
+        written = [(i, c) for i, c in valid if not c.test.startswith(HIDDEN_PREFIX)]
+        module, ids = units_module(written, record)
+        task = {**record, "tests": {"fail_to_pass": hidden, "pass_to_pass": [],
+                                    "deselect": record["tests"].get("deselect", [])},
+                "model_written_tests": ([{"file": UNITS_FILE, "code": module,
+                                          "tests": list(ids.values())}] if written else [])}
+        sample = Sample(f"{record['task_id']}#units", task, code)
+        res = _retrying(lambda: next(iter(run_samples(
+            [sample], self.root(record), self.env(record), default_views_dir(),
+            workers=self.workers, timeout=self.timeout, min_isolation=self.min_isolation,
+            preload=False))))  # one sample: preloading would not pay
+        self.runs += 1
+        if res.outcome == "infra_error":
+            raise SandboxInfraError(f"sandbox infra_error: {res.detail[:200]}")
+        rows = []
+        for i, check in valid:
+            node = check.test[len(HIDDEN_PREFIX):] if check.test.startswith(HIDDEN_PREFIX) \
+                else ids[i]
+            rows.append(_unit_row(res, node))
+        return rows
+
+    def _append(self, key: str, rows: list[dict[str, Any]]) -> None:
+        if self.cache_path is None:
+            return
+        self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.cache_path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"key": key, "units": rows}) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def close(self) -> None:
+        """Nothing stays open between runs (each run starts and stops its executor)."""
+
+    def __enter__(self) -> "RepoUnitRunner":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+#: attempts at starting a run whose executor did not start (a loaded machine)
+START_ATTEMPTS = 3
+
+
+def _retrying(run: Callable[[], T]) -> T:
+    """``run()``, again when the sandbox's executor did not start (``ExecutorClosedError``,
+    an infrastructure failure: the fork server sent no hello in time), at most
+    :data:`START_ATTEMPTS` times; then :class:`SandboxInfraError` (never scored)."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            return run()
+        except ExecutorClosedError as exc:
+            logger.warning("the sandbox did not start (attempt %d of %d): %s", attempt,
+                           START_ATTEMPTS, exc)
+            if attempt == START_ATTEMPTS:
+                raise SandboxInfraError(f"the sandbox did not start: {exc}") from exc
+    raise AssertionError("unreachable")
+
+
+def _unit_row(res: SampleResult, node: str) -> dict[str, Any]:
+    """One unit's outcome in a run: ``passed`` when every test of its node passed; ``failed``
+    (with the report's message) when one failed or was skipped; the run's own outcome
+    (``error`` for a run that failed without running it) when it never ran."""
+    found = _statuses(res.tests, node)
+    base = {"duration_s": round(res.duration_s, 4)}
+    if not found:
+        outcome = res.outcome if res.outcome not in ("passed", "failed") else "error"
+        return {**base, "outcome": outcome,
+                "detail": (f"the test did not run: {res.detail}")[:500]}
+    bad = [(k, v) for k, v in found if v != "passed"]
+    if not bad:
+        return {**base, "outcome": "passed", "detail": ""}
+    k, v = bad[0]
+    message = res.messages.get(k, "") if v == "failed" else v
+    return {**base, "outcome": "failed", "detail": message[:500]}
+
+
+def resolve_sources(sources: Mapping[str, str] | None, base: Path | None = None,
+                    sources_dir: str | os.PathLike[str] | None = None) -> dict[str, Path]:
+    """Repository name -> source path: ``sources`` entries (relative to ``base``), and every
+    ``<name>.tar.gz`` (or folder, bundle) in ``sources_dir`` under its name without suffix."""
+    out: dict[str, Path] = {}
+    if sources_dir is not None:
+        folder = Path(sources_dir)
+        if not folder.is_dir():
+            raise ConfigError(f"sources_dir {folder} is not a folder")
+        for path in sorted(folder.iterdir()):
+            name = path.name
+            for suffix in (".tar.gz", ".tgz", ".bundle", ".zip"):
+                if name.endswith(suffix):
+                    name = name[:-len(suffix)]
+                    break
+            out[name] = path
+    for name, spec in (sources or {}).items():
+        out[str(name)] = ((base or Path(".")) / spec).resolve()
+    return out
+
+
+def grade_hidden(items: Sequence[tuple[Mapping[str, Any], str]], sources: Mapping[str, Path],
+                 workspace: Path, timeout: float = 120.0, min_isolation: str = "kernel",
+                 workers: int = 2, runner: RepoUnitRunner | None = None) -> list[bool]:
+    """Whether each (record, code) passes the record's own tests, run like the ``repo_tests``
+    metric (a view, the environment, the sandbox) and cached in its file
+    (:data:`core.scenarios.repo.scoring.EXECUTIONS_FILE`, sample index 0), in order.
+
+    Raises:
+        SandboxInfraError: a run ended ``infra_error`` (not cached).
+    """
+    log_path = workspace / EXECUTIONS_FILE
+    done = _load_done(log_path)
+    helper = runner or RepoUnitRunner(sources, timeout=timeout, min_isolation=min_isolation)
+    keys = []
+    pending: dict[str, list[tuple[str, Sample]]] = {}
+    for n, (record, code) in enumerate(items):
+        check_task(record)
+        rec = {**record, "id": record["task_id"]}
+        key = _key(rec, 0, code)
+        keys.append(key)
+        if key not in done and all(key != k for group in pending.values() for k, _ in group):
+            group = pending.setdefault(str(record["repo"]["content_hash"]), [])
+            group.append((key, Sample(f"{record['task_id']}#{n}", rec, code)))
+    with open(log_path, "a", encoding="utf-8") as log:
+        for items_ in pending.values():
+            first = items_[0][1].task
+            by_id = {s.sample_id: k for k, s in items_}
+            results = _retrying(lambda: list(run_samples(
+                [s for _, s in items_], helper.root(first), helper.env(first),
+                default_views_dir(), workers=workers, timeout=timeout,
+                min_isolation=helper.min_isolation)))
+            for res in results:
+                if res.outcome == "infra_error":
+                    raise SandboxInfraError(f"sandbox infra_error: {res.detail[:200]}")
+                done[by_id[res.sample_id]] = res
+                log.write(json.dumps({"key": by_id[res.sample_id], **res.__dict__}) + "\n")
+                log.flush()
+    return [done[k].outcome == "passed" for k in keys]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m core.scenarios.selfalign.repo TASKS.jsonl [...] -o OUT.jsonl [--ids ID ...]``:
+    the tasks the loop can run (:func:`function_tasks`), optionally only the named ones."""
+    import argparse  # noqa: PLC0415 - the command line only
+
+    parser = argparse.ArgumentParser(description="Select the repo tasks the self-align loop "
+                                                 "can run (module-level functions, no services).")
+    parser.add_argument("tasks", type=Path, nargs="+")
+    parser.add_argument("-o", "--output", type=Path, required=True)
+    parser.add_argument("--ids", nargs="*", help="only these task ids, in this order")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    records = [json.loads(line) for path in args.tasks
+               for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    chosen = function_tasks(records)
+    if args.ids:
+        by_id = {r["task_id"]: r for r in chosen}
+        missing = [i for i in args.ids if i not in by_id]
+        if missing:
+            parser.error(f"not a usable task: {missing[0]}")
+        chosen = [by_id[i] for i in args.ids]
+    args.output.write_text("".join(json.dumps(r) + "\n" for r in chosen), encoding="utf-8")
+    logger.info("%d of %d tasks written to %s", len(chosen), len(records), args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys  # noqa: PLC0415
+
+    sys.exit(main())
