@@ -55,7 +55,7 @@ __all__ = ["ImplementOptions", "build_implement_tasks", "add_arguments", "run", 
 
 LOG = logging.getLogger(__name__)
 
-STEP_REASONS = ("merge", "outside_window", "diff_truncated", "no_tests_touched", "no_code_change",
+STEP_REASONS = ("merge", "root_commit", "outside_window", "diff_truncated", "no_tests_touched", "no_code_change",
                 "change_too_large", "context_too_large")
 VALIDATION_REASONS = ("no_pass_at_commit", "no_fail_to_pass", "kept")
 
@@ -87,6 +87,8 @@ def _code_files(step: dict[str, Any]) -> list[dict[str, Any]]:
 def _reason(step: dict[str, Any], repo: GitRepo, opts: ImplementOptions) -> str:
     if step["is_merge"]:
         return "merge"
+    if not step["parents"]:  # the history's first commit: no state before it to start from
+        return "root_commit"
     if not in_window(commit_time(step["committed_at"]), opts.since, opts.until):
         return "outside_window"
     if step["diff_truncated"]:
@@ -100,7 +102,7 @@ def _reason(step: dict[str, Any], repo: GitRepo, opts: ImplementOptions) -> str:
         return "change_too_large"
     size = 0
     for f in code:
-        text = repo.show_file(step["parents"][0], f["old_path"] or f["path"]) if step["parents"] else None
+        text = repo.show_file(step["parents"][0], f["old_path"] or f["path"])
         size += len(text or "")
     return "context_too_large" if size > opts.context_chars else "kept"
 
@@ -221,22 +223,30 @@ def build_implement_tasks(opts: ImplementOptions) -> dict[str, Any]:
     return report
 
 
+def export_roots(repo: GitRepo, step: dict[str, Any], task_root: Path, at_commit: Path,
+                 exclude: list[str]) -> tuple[Path, Path]:
+    """Export ``step``'s commit to ``at_commit`` and its first parent to ``task_root`` with the
+    step's test files as they are at the commit (a test file the step deleted is deleted): the
+    root a task starts from, where the new tests must fail. Returns ``(task_root, at_commit)``."""
+    export(repo, step["parents"][0], task_root, exclude)
+    export(repo, step["commit"], at_commit, exclude)
+    for path in [f["path"] for f in step["files"] if f["is_test"]]:
+        src, dst = at_commit / path, task_root / path
+        if src.is_file():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+        else:
+            dst.unlink(missing_ok=True)
+    return task_root, at_commit
+
+
 def _validate(step: dict[str, Any], repo: GitRepo, env: Any, opts: ImplementOptions,
               workdir: Path) -> tuple[str, dict[str, Any] | None]:
     name = f"{step['repo']['name']}-{step['commit'][:12]}"
     base = workdir / name
     try:
-        task_root, at_commit = base / "parent" / name, base / "commit" / name
-        export(repo, step["parents"][0], task_root, opts.exclude)
-        export(repo, step["commit"], at_commit, opts.exclude)
+        task_root, at_commit = export_roots(repo, step, base / "parent" / name, base / "commit" / name, opts.exclude)
         test_files = [f["path"] for f in step["files"] if f["is_test"] and f["path"].endswith(".py")]
-        for path in [f["path"] for f in step["files"] if f["is_test"]]:
-            src, dst = at_commit / path, task_root / path
-            if src.is_file():
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, dst)
-            else:
-                dst.unlink(missing_ok=True)
         runnable = [p for p in test_files if (at_commit / p).is_file()]
         if not runnable:
             return "no_pass_at_commit", None

@@ -64,7 +64,7 @@ from typing import Any
 from core.common.errors import ConfigError
 from core.common.jsonl import iter_jsonl
 from core.common.progress import progress_bar
-from core.scenarios.implement_change.builder import export, write_archive
+from core.scenarios.implement_change.builder import export_roots, write_archive
 from core.scenarios.repo.env import RepoEnv, ensure_env
 from core.scenarios.repo.source import content_hash
 from core.scenarios.repo.testrun import run_tests
@@ -195,17 +195,8 @@ def _validate(task: dict[str, Any], step: dict[str, Any], tests: list[str], repo
     name = f"{step['repo']['name']}-{step['commit'][:12]}"
     base = workdir / name
     try:
-        task_root, at_commit = base / "parent" / name, base / "commit" / name
-        export(repo, step["parents"][0], task_root, opts.exclude)
-        export(repo, step["commit"], at_commit, opts.exclude)
+        task_root, at_commit = export_roots(repo, step, base / "parent" / name, base / "commit" / name, opts.exclude)
         step_tests = [f["path"] for f in step["files"] if f["is_test"]]
-        for path in step_tests:
-            src, dst = at_commit / path, task_root / path
-            if src.is_file():
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, dst)
-            else:
-                dst.unlink(missing_ok=True)
         after = run_tests(env.python, at_commit, tests, opts.timeout)
         good = {t for t, o in after.items() if o == "passed"}
         if not good:

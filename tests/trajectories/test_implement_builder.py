@@ -1,0 +1,68 @@
+"""``ianvs dataset implement-change`` on a real git history made here: a step is kept exactly when
+its new tests fail at the parent (with the step's test files applied) and pass at the commit,
+every other step is counted under the reason it was left out, and the kept record carries what a
+job needs (FAIL_TO_PASS/PASS_TO_PASS, the parent's code as context, the real change, the archived
+task root)."""
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+from core.scenarios.implement_change.builder import ImplementOptions, build_implement_tasks
+from core.scenarios.trajectories.builder import TrajectoryOptions, build_trajectories
+from tests.scenarios.conftest import read_jsonl
+from tests.trajectories.conftest import MIT, commit, git
+
+CALC = "def add(a, b):\n    return a + b\n"
+TESTS = "import calc\n\n\ndef test_add():\n    assert calc.add(2, 3) == 5\n"
+MUL = "\n\ndef test_mul():\n    assert calc.mul(2, 3) == 6\n"
+
+
+def _history(root: Path) -> dict[str, str]:
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    ids = {"init": commit(root, {"LICENSE": MIT, "calc.py": CALC, "tests/test_calc.py": TESTS},
+                          "Initial adder", "2021-01-01T12:00:00+00:00")}
+    ids["mul"] = commit(root, {"calc.py": CALC + "\n\ndef mul(a, b):\n    return a * b\n",
+                               "tests/test_calc.py": TESTS + MUL}, "Add mul", "2021-02-01T12:00:00+00:00")
+    ids["code_only"] = commit(root, {"calc.py": CALC + "\n\ndef mul(a, b):\n    return b * a\n"},
+                              "Swap the factors", "2021-03-01T12:00:00+00:00")
+    ids["test_only"] = commit(root, {"tests/test_calc.py": TESTS + MUL + "\n\ndef test_zero():\n"
+                                     "    assert calc.mul(0, 3) == 0\n"}, "Test zero", "2021-04-01T12:00:00+00:00")
+    ids["already_passes"] = commit(
+        root, {"calc.py": '"""Arithmetic."""\n' + CALC + "\n\ndef mul(a, b):\n    return b * a\n",
+               "tests/test_calc.py": TESTS + MUL + "\n\ndef test_zero():\n    assert calc.mul(0, 3) == 0\n"
+               "\n\ndef test_add_zero():\n    assert calc.add(0, 3) == 3\n"},
+        "Document the module, test adding zero", "2021-05-01T12:00:00+00:00")
+    return ids
+
+
+def test_kept_exactly_where_the_new_tests_fail_at_the_parent(tmp_path: Path) -> None:
+    ids = _history(tmp_path / "proj")
+    steps = tmp_path / "steps.jsonl"
+    build_trajectories(TrajectoryOptions(repo=str(tmp_path / "proj"), output=steps, show_progress=False))
+    out = tmp_path / "data" / "implement.jsonl"
+    report = build_implement_tasks(ImplementOptions(steps=steps, repo=str(tmp_path / "proj"), output=out,
+                                                    sources_dir=tmp_path / "sources", timeout=120,
+                                                    show_progress=False))
+    tasks = read_jsonl(out)
+    assert [t["repo"]["commit"] for t in tasks] == [ids["mul"]]
+    task = tasks[0]
+    assert task["tests"]["fail_to_pass"] == ["tests/test_calc.py::test_mul"]
+    assert task["tests"]["pass_to_pass"] == ["tests/test_calc.py::test_add"]
+    assert task["repo"]["parent"] == ids["init"] and task["files"] == ["calc.py"]
+    assert task["context"] == {"calc.py": CALC} and "a * b" in task["reference_files"]["calc.py"]
+    assert task["test_files"] == ["tests/test_calc.py"]
+    counts = report["counts"]
+    assert counts["root_commit"] == 1  # the initial commit has code and tests, but no parent
+    assert counts["no_tests_touched"] == 1 and counts["no_code_change"] == 1
+    assert counts["no_fail_to_pass"] == 1 and counts["kept"] == 1 and counts["no_pass_at_commit"] == 0
+    # the archived task root is the parent with the step's tests applied: the new test is there,
+    # the new code is not
+    with tarfile.open(tmp_path / "sources" / task["repo"]["source"]) as tf:
+        names = {m.name.split("/", 1)[1] for m in tf.getmembers() if "/" in m.name}
+        calc = tf.extractfile(next(m for m in tf.getmembers() if m.name.endswith("/calc.py")))
+        test = tf.extractfile(next(m for m in tf.getmembers() if m.name.endswith("tests/test_calc.py")))
+        assert calc is not None and test is not None
+        assert calc.read().decode() == CALC and "test_mul" in test.read().decode()
+    assert {"calc.py", "tests/test_calc.py", "LICENSE"} <= names
