@@ -91,16 +91,18 @@ BACKEND_PARAMS = [pytest.param(name, marks=() if name == "local" else pytest.mar
                   for name in sorted(BACKENDS)]
 
 
-@pytest.fixture(scope="session", params=BACKEND_PARAMS)
+@pytest.fixture(scope="package", params=BACKEND_PARAMS)
 def backend(request):
     """One warm executor per registered backend (the conformance suites are parametrised over
-    them: taxonomy, limits, hostile samples, gold runs)."""
+    them: taxonomy, limits, hostile samples, gold runs). Package scope: the last backend's
+    executor (a Dask cluster of three processes, heartbeating) is closed when ``tests/sandbox``
+    ends, not kept busy until the end of the session."""
     ex = _start(request.param)
     yield ex
     ex.close()
 
 
-@pytest.fixture(scope="session", params=BACKEND_PARAMS)
+@pytest.fixture(scope="package", params=BACKEND_PARAMS)
 def bare_backend(request):
     """Per backend, an executor with the interpreter-level policy (audit hook) switched off:
     what it still refuses is refused by the kernel walls alone."""
