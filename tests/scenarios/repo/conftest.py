@@ -4,6 +4,7 @@ real repository with a pytest suite, built in a temp dir."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 import tempfile
 import textwrap
 from pathlib import Path
@@ -123,3 +124,15 @@ def mini_repo(tmp_path: Path) -> Path:
     (root / "tests").mkdir()
     (root / "tests" / "test_core.py").write_text(textwrap.dedent(MINI_TESTS))
     return root
+
+
+@pytest.fixture()
+def pg_base() -> Iterator[Path]:
+    """A private base directory for PostgreSQL run dirs, so a test's checks (processes, sockets,
+    folders left behind) see only its own runs; removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="pgtest-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        subprocess.run(["rm", "-rf", str(path)], check=False)

@@ -17,7 +17,6 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -42,17 +41,6 @@ except PostgresUnavailable as _exc:
 @pytest.fixture(scope="module")
 def db_env() -> RepoEnv:
     return ensure_env(DB_REQUIREMENTS)
-
-
-@pytest.fixture()
-def pg_base() -> Iterator[Path]:
-    """A private base directory for run dirs, so the checks below see only this test's."""
-    path = Path(tempfile.mkdtemp(prefix="pgtest-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        subprocess.run(["rm", "-rf", str(path)], check=False)
 
 
 def _postgres_pids(run_dir: Path) -> list[int]:

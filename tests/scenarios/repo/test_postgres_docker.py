@@ -26,7 +26,6 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -64,17 +63,6 @@ def pg_image() -> ImageEnv:
 def dataset_root() -> Path:
     tasks = load_tasks(POSTGRES_SET, 1)
     return source_root(DATASET_SOURCE.resolve(), tasks[0]["repo"]["content_hash"])
-
-
-@pytest.fixture()
-def pg_base() -> Iterator[Path]:
-    """A private base directory for run dirs, so the checks below see only this test's."""
-    path = Path(tempfile.mkdtemp(prefix="pgdtest-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        subprocess.run(["rm", "-rf", str(path)], check=False)
 
 
 def _size(task: dict) -> int:
