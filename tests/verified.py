@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -34,7 +36,9 @@ def cache_dir() -> Path:
 
 
 def _package_files(package: Path) -> list[Path]:
-    return sorted(p for p in package.rglob("*") if p.is_file() and p.suffix in {".py", ".json", ".yaml"}
+    """Every file under ``package`` (a data folder's tasks and sources as much as a package's
+    code), bytecode caches excepted."""
+    return sorted(p for p in package.rglob("*") if p.is_file() and p.suffix != ".pyc"
                   and "__pycache__" not in p.parts)
 
 
@@ -84,3 +88,13 @@ class Verified:
         tmp.write_text(json.dumps({"name": self.name, "key": self.key,
                                    "date": time.strftime("%Y-%m-%d %H:%M:%S"), **facts}))
         os.replace(tmp, self.path)
+
+
+def skip_if_verified(verified: Verified, request: pytest.FixtureRequest, what: str) -> None:
+    """Skip the calling test when ``verified`` has a record and ``--recheck-verified`` is off; the
+    reason names ``what`` was verified, when, and the key."""
+    earlier = verified.recorded()
+    if earlier and not request.config.getoption("recheck_verified"):
+        count = f"{earlier['tasks']} tasks; " if "tasks" in earlier else ""
+        pytest.skip(f"{what} passed for this content on {earlier['date']} ({count}key "
+                    f"{verified.key[:12]}); --recheck-verified reruns")

@@ -83,45 +83,8 @@ def test_gold_controls_through_ianvs(tmp_path: Path) -> None:
     assert broken["false_alignment"] == [None] * 5     # nothing aligned: undefined
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(1800)
-def test_default_job_on_the_embedded_model(tmp_path: Path) -> None:
-    # the default job's model rows (the gold controls' rows are test_gold_controls_through_ianvs)
-    root = _job(tmp_path, ["embedded"], plain=True)
-    res = run_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", cwd=root,
-                  timeout=1700)
-    assert res.returncode == 0, res.stderr[-4000:]
-    rows = _rows(root)
-    assert set(rows) == {"embedded", "plain:embedded"}
-    model = rows["embedded"]
-    assert model["tasks"] == "4" and model["unfinished"] == "0"
-    plain = rows["plain:embedded"]          # the same model without the loop, same tasks
-    assert 0.0 <= float(plain["pass@1"]) <= 1.0 and plain["tasks"] == "0"
-    # graded on the loop's hidden tests and on the amplified ones, as the loop's final code
-    assert plain["plain_tasks"] == plain["plus_tasks"] == "4"
-    assert plain["hidden_pass@1"] == plain["pass@1"]
-    assert float(plain["hidden_pass@1_plus"]) <= float(plain["hidden_pass@1"])
-    assert plain["align_rate"] in ("", "nan")
-    for name in ("align@1", "align_rate", "hidden_pass@1", "hidden_pass@1_first",
-                 "test_validity", "invalid_tests"):
-        assert 0.0 <= float(model[name]) <= 1.0, name
-    assert float(model["align@1"]) <= float(model["align@2"]) <= float(model["align_rate"])
-    assert 1.0 <= float(model["tries_per_task"]) <= 5.0
-    assert float(model["tokens_per_task"]) > 0
-    assert int(model["false_aligned"]) <= int(model["aligned"])
-    tries = [json.loads(line) for f in root.glob("workspace/*/selfalign/*/selfalign_tries.jsonl")
-             for line in f.read_text().splitlines()]
-    mine = [t for t in tries if t["structured"] and t["completion_tokens"]]
-    assert mine, "the embedded model's tries are recorded with their tokens"
-    for t in mine:   # the constrained reply is always the schema's JSON unless cut by max_tokens
-        assert t["parse_error"] is None or t["finish_reason"] == "length", t
-        assert all(json.dumps(t["messages"]).count(h) == 0 for h in ("def check(candidate)",))
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(1800)
-def test_kill_9_never_repeats_a_finished_try(tmp_path: Path) -> None:
-    root = _job(tmp_path, ["embedded"])
+def _run_killed_after_two_tries(root: Path) -> list[dict]:
+    """Start the job, SIGKILL its process group once two tries are stored; the finished tries."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-m", "core.cmd.benchmarking", "-f",
                              str(root / "benchmarkingjob.yaml"), "--no-progress", "--no-report"],
@@ -141,16 +104,48 @@ def test_kill_9_never_repeats_a_finished_try(tmp_path: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert tries_file is not None, "no try was stored before the deadline"
-    before = tries_file.read_text().splitlines()
-    finished = [json.loads(line) for line in before if line.endswith("}")]
-    res = run_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", "--no-report",
-                  cwd=root, timeout=1700)
+    return [json.loads(line) for line in tries_file.read_text().splitlines() if line.endswith("}")]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_default_job_killed_and_resumed_on_the_embedded_model(tmp_path: Path) -> None:
+    """The default job's model rows (the gold controls' rows are test_gold_controls_through_ianvs),
+    from a run killed with SIGKILL after two tries and resumed: what was stored is kept as it was,
+    no finished try is made again, and the resumed job's rows are whole. One run of the model
+    serves both (each took 100-110 s on its own)."""
+    root = _job(tmp_path, ["embedded"], plain=True)
+    finished = _run_killed_after_two_tries(root)
+    res = run_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", cwd=root,
+                  timeout=1700)
     assert res.returncode == 0, res.stderr[-4000:]
-    after = [json.loads(line) for line in tries_file.read_text().splitlines()
-             if line.endswith("}")]
+    (tries_file,) = root.glob("workspace/*/selfalign/*/selfalign_tries.jsonl")
+    after = [json.loads(line) for line in tries_file.read_text().splitlines() if line.endswith("}")]
     assert after[:len(finished)] == finished            # what was stored is kept as it was
     seen = [(t["task_id"], t["try"]) for t in after]
     assert len(seen) == len(set(seen)), "a finished try was made again"
-    assert _rows(root)["embedded"]["tasks"] == "4"
     assert {t["task_id"] for t in after} == {r["task_id"] for r in read_jsonl(
         root / "data" / "humaneval_default.jsonl")}
+    rows = _rows(root)
+    assert set(rows) == {"embedded", "plain:embedded"}
+    model = rows["embedded"]
+    assert model["tasks"] == "4" and model["unfinished"] == "0"
+    plain = rows["plain:embedded"]          # the same model without the loop, same tasks
+    assert 0.0 <= float(plain["pass@1"]) <= 1.0 and plain["tasks"] == "0"
+    # graded on the loop's hidden tests and on the amplified ones, as the loop's final code
+    assert plain["plain_tasks"] == plain["plus_tasks"] == "4"
+    assert plain["hidden_pass@1"] == plain["pass@1"]
+    assert float(plain["hidden_pass@1_plus"]) <= float(plain["hidden_pass@1"])
+    assert plain["align_rate"] in ("", "nan")
+    for name in ("align@1", "align_rate", "hidden_pass@1", "hidden_pass@1_first",
+                 "test_validity", "invalid_tests"):
+        assert 0.0 <= float(model[name]) <= 1.0, name
+    assert float(model["align@1"]) <= float(model["align@2"]) <= float(model["align_rate"])
+    assert 1.0 <= float(model["tries_per_task"]) <= 5.0
+    assert float(model["tokens_per_task"]) > 0
+    assert int(model["false_aligned"]) <= int(model["aligned"])
+    mine = [t for t in after if t["structured"] and t["completion_tokens"]]
+    assert mine, "the embedded model's tries are recorded with their tokens"
+    for t in mine:   # the constrained reply is always the schema's JSON unless cut by max_tokens
+        assert t["parse_error"] is None or t["finish_reason"] == "length", t
+        assert all(json.dumps(t["messages"]).count(h) == 0 for h in ("def check(candidate)",))

@@ -3,6 +3,7 @@ real change passes every task's tests (1.0), the parent left unchanged fails the
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,8 +11,9 @@ from core.scenarios import get_kind
 from core.scenarios.implement_change.scoring import grade
 from core.scenarios.repo.env import ensure_env
 from core.scenarios.repo.execute import Sample, default_views_dir, run_samples
-from core.scenarios.repo.scoring import source_root
+from core.scenarios.repo.scoring import GRADING_VERSION, source_root
 from tests.scenarios.conftest import BENCH
+from tests.verified import REPO, Verified, skip_if_verified
 
 DATA = BENCH / "implement_change" / "data"
 SOURCES = DATA / "implement_change-sources"
@@ -25,9 +27,21 @@ def _tasks() -> list[dict]:
     return [t for f in files for t in kind.read(f)]
 
 
+def gold_key() -> Verified:
+    """What these gold controls depend on: the shipped sets and sources, the grading code (the
+    kind's, the repo kind's it runs on, the sandbox) and this test."""
+    return Verified("gold-implement_change",
+                    [DATA, REPO / "core/scenarios/implement_change", REPO / "core/scenarios/repo",
+                     REPO / "core/testenvmanager/sandbox", Path(__file__)],
+                    [f"grading={GRADING_VERSION}"])
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-def test_real_change_scores_1_and_parent_unchanged_0() -> None:
+def test_real_change_scores_1_and_parent_unchanged_0(request: pytest.FixtureRequest) -> None:
+    """Once per content (tests/verified.py, docs/testing.md)."""
+    verified = gold_key()
+    skip_if_verified(verified, request, "implement-change gold controls")
     tasks = _tasks()
     assert tasks, "the shipped set is empty"
     kind = get_kind("implement_change")
@@ -43,6 +57,7 @@ def test_real_change_scores_1_and_parent_unchanged_0() -> None:
                                   default_views_dir(), workers=1, timeout=300))
         assert res.outcome != "passed", task["id"]
         assert not any(res.tests.get(t) == "passed" for t in task["tests"]["fail_to_pass"]), task["id"]
+    verified.record(tasks=len(tasks))
 
 
 def test_shipped_set_validates_and_has_provenance() -> None:

@@ -86,9 +86,18 @@ def test_shipped_sets_gold() -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-def test_shipped_test_graded_tasks_gold_in_the_sandbox() -> None:
+def test_shipped_test_graded_tasks_gold_in_the_sandbox(request: pytest.FixtureRequest) -> None:
     """Every shipped test-graded task: the real revision passes its tests (1.0), the state after
-    step N left unchanged fails them (0.0) -- both run in the sandbox."""
+    step N left unchanged fails them (0.0) -- both run in the sandbox. Once per content
+    (tests/verified.py): the key is the shipped data, the grading code and this test."""
+    from core.scenarios.repo.scoring import GRADING_VERSION
+    from tests.verified import REPO, Verified, skip_if_verified
+
+    verified = Verified("gold-revise", [BENCH / "revise" / "data", REPO / "core/scenarios/revise",
+                                        REPO / "core/scenarios/implement_change", REPO / "core/scenarios/repo",
+                                        REPO / "core/testenvmanager/sandbox", Path(__file__)],
+                        [f"grading={GRADING_VERSION}"])
+    skip_if_verified(verified, request, "revise gold controls")
     from core.scenarios.implement_change.scoring import grade
     from core.scenarios.repo.env import ensure_env
     from core.scenarios.repo.execute import Sample, default_views_dir, run_samples
@@ -111,6 +120,7 @@ def test_shipped_test_graded_tasks_gold_in_the_sandbox() -> None:
                                   timeout=300))
         assert res.outcome != "passed", task["id"]
         assert not any(res.tests.get(t) == "passed" for t in task["tests"]["fail_to_pass"]), task["id"]
+    verified.record(tasks=len(tasks))
 
 
 def test_schema_errors() -> None:

@@ -31,7 +31,7 @@ from core.scenarios.repo.scoring import GRADING_VERSION
 from core.scenarios.repo.source import materialise
 from tests.sandbox.docker_env import require_docker
 from tests.scenarios.repo.conftest import shipped_sets
-from tests.verified import REPO, Verified
+from tests.verified import REPO, Verified, skip_if_verified
 
 SETS = shipped_sets()
 IDS = [path.name.removesuffix("-tasks.jsonl") for _name, path, _src in SETS]
@@ -92,10 +92,7 @@ def test_gold_controls(spec: tuple[str, Path, Path], views_dir: Path,
                        request: pytest.FixtureRequest) -> None:
     _name, path, source = spec
     verified = gold_key(path, source)
-    earlier = verified.recorded()
-    if earlier and not request.config.getoption("recheck_verified"):
-        pytest.skip(f"gold controls passed for this content on {earlier['date']} "
-                    f"({earlier['tasks']} tasks; key {verified.key[:12]}); --recheck-verified reruns")
+    skip_if_verified(verified, request, "gold controls")
     tasks = load_tasks(path)
     src = materialise(str(source), views_dir / "src")
     assert {t["repo"]["content_hash"] for t in tasks} == {src.content_hash}
@@ -116,10 +113,7 @@ def test_gold_controls_on_docker(spec: tuple[str, Path, Path], views_dir: Path,
     content, like the others; a subset runs every time in test_postgres_docker.py)."""
     _name, path, source = spec
     verified = gold_key(path, source, "docker")
-    earlier = verified.recorded()
-    if earlier and not request.config.getoption("recheck_verified"):
-        pytest.skip(f"docker gold controls passed for this content on {earlier['date']} "
-                    f"({earlier['tasks']} tasks; key {verified.key[:12]}); --recheck-verified reruns")
+    skip_if_verified(verified, request, "docker gold controls")
     require_docker()
     tasks = load_tasks(path)
     src = materialise(str(source), views_dir / "src")

@@ -30,9 +30,9 @@ from tests.scenarios.repo.real_packages import PACKAGES, sdist
 
 #: kept tasks per package: the builder stops blanking once this many are kept (``--max-tasks``),
 #: so the test's cost does not grow with the package (full-size builds: benchmarks/real_layouts.py)
-MAX_TASKS = 24
+MAX_TASKS = 6
 #: kept tasks run as a job runs them, per package
-VALIDATE = 12
+VALIDATE = 4
 
 
 @pytest.mark.slow
