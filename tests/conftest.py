@@ -15,3 +15,17 @@ import pytest
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--recheck-verified", action="store_true", default=False,
                      help="run once-per-content checks (gold controls) even when recorded as passed")
+
+
+#: parametrised executor fixtures of which a test takes at most one: a test that takes two gets
+#: the cross product of their parameters (3 x 3 backends), most of them the same run repeated
+ONE_EXECUTOR_PER_TEST = frozenset({"backend", "bare_backend"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    crossed = sorted({item.nodeid.split("[")[0] for item in items
+                      if len(ONE_EXECUTOR_PER_TEST & set(getattr(item, "fixturenames", ()))) > 1})
+    if crossed:
+        raise pytest.UsageError(
+            f"{crossed[0]} takes more than one of {sorted(ONE_EXECUTOR_PER_TEST)}: the suite would run "
+            "every pair of their backends; take one fixture per test (a helper shared by two tests)")

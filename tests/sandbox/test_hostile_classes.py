@@ -442,12 +442,10 @@ def test_hostile_signals_cannot_reach_the_server_or_judge(bare_backend, name: st
 
 
 # ------------------------------------------------------------------- 7. clean-up the sample cannot steer
-@pytest.mark.parametrize("bare", [False, True])
-def test_hostile_deep_tree_and_many_files_are_cleaned_up(backend, bare_backend, bare: bool) -> None:
+def _deep_tree_is_cleaned_up(ex) -> None:
     """A tree as deep as the kernel lets the sample build (it stops near PATH_MAX), thousands of
     files, a symlink to / and an unreadable directory: the server survives and the next sample
     in every slot starts in an empty directory."""
-    ex = bare_backend if bare else backend
     program = ("import os\nbase = os.getcwd()\ndepth = 0\n"
                "try:\n    for depth in range(5000):\n        os.mkdir('d')\n        os.chdir('d')\n"
                "except OSError:\n    pass\n"
@@ -465,6 +463,16 @@ def test_hostile_deep_tree_and_many_files_are_cleaned_up(backend, bare_backend, 
                         test=CHECK_ADD, entry_point="add")
         assert after.outcome is Outcome.PASSED, after.detail
     assert server_alive(ex)
+
+
+# each test takes one parametrised executor fixture: with both (``backend`` and
+# ``bare_backend``) pytest crosses their parameters, 3 x 3 runs of which 6 differ
+def test_hostile_deep_tree_and_many_files_are_cleaned_up(backend) -> None:
+    _deep_tree_is_cleaned_up(backend)
+
+
+def test_hostile_deep_tree_and_many_files_are_cleaned_up_by_the_walls_alone(bare_backend) -> None:
+    _deep_tree_is_cleaned_up(bare_backend)
 
 
 # ------------------------------------------------------------------- 8. samples cannot affect each other
@@ -487,10 +495,7 @@ SEE_STATE = (
     "def add(a, b):\n    return a + b if not found else -1\n")
 
 
-@pytest.mark.parametrize("tier", ["boundary", "in_process"])
-@pytest.mark.parametrize("bare", [False, True])
-def test_hostile_pairs_next_sample_sees_a_clean_state(backend, bare_backend, tier: str, bare: bool) -> None:
-    ex = bare_backend if bare else backend
+def _next_sample_sees_a_clean_state(ex, tier: str) -> None:
     for attempt in range(3):  # both worker slots, more than once
         first = run_one(ex, id=f"leave{attempt}", program=LEAVE_STATE, test=CHECK_ADD, entry_point="add",
                         grading=tier)
@@ -498,6 +503,16 @@ def test_hostile_pairs_next_sample_sees_a_clean_state(backend, bare_backend, tie
         second = run_one(ex, id=f"see{attempt}", program=SEE_STATE, test=CHECK_ADD, entry_point="add",
                          grading=tier)
         assert second.outcome is Outcome.PASSED, (second.outcome, second.detail, second.stdout)
+
+
+@pytest.mark.parametrize("tier", ["boundary", "in_process"])
+def test_hostile_pairs_next_sample_sees_a_clean_state(backend, tier: str) -> None:
+    _next_sample_sees_a_clean_state(backend, tier)
+
+
+@pytest.mark.parametrize("tier", ["boundary", "in_process"])
+def test_hostile_pairs_next_sample_sees_a_clean_state_by_the_walls_alone(bare_backend, tier: str) -> None:
+    _next_sample_sees_a_clean_state(bare_backend, tier)
 
 
 def test_hostile_pairs_concurrent_batch_each_sees_clean_state(backend) -> None:
