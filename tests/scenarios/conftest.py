@@ -1,9 +1,11 @@
-"""Copies of the comment and issue example jobs in a temporary folder."""
+"""Copies of the example jobs in a temporary folder, and cuts of their test sets."""
 from __future__ import annotations
 
 import json
 import shutil
 from pathlib import Path
+
+from typing import Callable
 
 import pytest
 
@@ -18,6 +20,29 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+CUT = "suite_cut.jsonl"
+
+
+def cut_test_index(root: Path, pick: Callable[[list[dict]], list[dict]], testenv: str = "testenv.yaml") -> list[dict]:
+    """Point the job copy at ``root`` to ``pick(records)`` of its test set: the records are
+    written to ``suite_cut.jsonl`` beside the shipped file (so paths relative to it still
+    resolve) and the testenv's active ``test_index`` line names it. Returns the cut records.
+
+    The suite runs the embedded-model jobs on such cuts: their configuration, generators,
+    metrics and judge as shipped, on fewer records (the full-size jobs are timed by
+    ``benchmarks/default_job.py``)."""
+    env = root / "testenv" / testenv
+    text = env.read_text()
+    line = next(l for l in text.splitlines() if l.strip().startswith("test_index:"))
+    shipped = (env.parent / line.split('"')[1]).resolve()
+    records = pick(read_jsonl(shipped))
+    assert records, f"the cut of {shipped} is empty"
+    write_jsonl(shipped.parent / CUT, records)
+    rel = Path(line.split('"')[1]).parent / CUT
+    env.write_text(text.replace(line, f'{line.split("test_index:")[0]}test_index: "{rel.as_posix()}"'))
+    return records
 
 
 @pytest.fixture

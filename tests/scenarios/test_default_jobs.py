@@ -1,5 +1,8 @@
-"""Both default jobs exactly as shipped, on the real embedded model (slow: a few minutes each
-on a 2-core CPU): the gold controls bracket the model on every reference-based metric."""
+"""The comment and issue default jobs as shipped (configuration, generators, metrics, judge), on
+the real embedded model, each run on a cut of its shipped subset: the first :data:`RECORDS`
+records (the full-size jobs are timed by ``python benchmarks/default_job.py``). The gold controls
+bracket every reference-based metric; where the model lands between them is the full job's to
+measure, not an invariant of two records (see tests/trajectories/test_default_jobs.py)."""
 from __future__ import annotations
 
 import csv
@@ -10,12 +13,16 @@ from pathlib import Path
 import pytest
 
 from tests.runner.conftest import run_cli
-from tests.scenarios.conftest import BENCH
+from tests.scenarios.conftest import BENCH, cut_test_index
+
+#: records of each shipped subset the suite's run reads (6 shipped; 150-160 s for the issue job)
+RECORDS = 2
 
 
 def _run(kind: str, tmp_path: Path) -> dict[str, dict[str, str]]:
     root = tmp_path / kind
     shutil.copytree(BENCH / kind, root, ignore=shutil.ignore_patterns("workspace"))
+    cut_test_index(root, lambda records: records[:RECORDS])
     res = run_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", cwd=root,
                   timeout=1800)
     assert res.returncode == 0, res.stderr[-4000:]
@@ -24,8 +31,9 @@ def _run(kind: str, tmp_path: Path) -> dict[str, dict[str, str]]:
 
 
 def _bracketed(rows: dict[str, dict[str, str]], metric: str) -> tuple[float, float, float]:
+    """The broken control below the reference, the model between 0 and the reference."""
     ref, model, broken = (float(rows[g][metric]) for g in ("reference", "embedded", "broken"))
-    assert broken <= model <= ref, (metric, broken, model, ref)
+    assert 0 <= broken < ref and 0 <= model <= ref, (metric, broken, model, ref)
     return ref, model, broken
 
 
@@ -33,12 +41,12 @@ def _bracketed(rows: dict[str, dict[str, str]], metric: str) -> tuple[float, flo
 def test_comment_default_job(tmp_path: Path) -> None:
     rows = _run("comment", tmp_path)
     assert set(rows) == {"embedded", "reference", "broken"}
-    assert rows["reference"]["code_altered"] == "0" and rows["broken"]["code_altered"] == "6"
+    assert rows["reference"]["code_altered"] == "0" and rows["broken"]["code_altered"] == str(RECORDS)
     for metric in ("line_coverage", "chrf", "bleu", "rouge_l"):
         ref, _model, broken = _bracketed(rows, metric)
         assert ref == (1.0 if metric in ("line_coverage", "rouge_l") else 100.0)
         assert broken == 0.0
-    assert int(rows["embedded"]["scored_samples"]) == 6
+    assert int(rows["embedded"]["scored_samples"]) == RECORDS
 
 
 @pytest.mark.slow
@@ -48,6 +56,7 @@ def test_issue_default_job(tmp_path: Path) -> None:
     for metric in ("chrf", "bleu", "rouge_l", "embedding_sim"):
         ref, _model, broken = _bracketed(rows, metric)
         assert ref == pytest.approx(100.0 if metric in ("chrf", "bleu") else 1.0, abs=1e-3)
+    assert rows["embedded"]["scored_samples"] == str(RECORDS) and rows["embedded"]["empty_answers"] == "0"
     for row in rows.values():   # the judge ran on every test case; failures are shown, not hidden
         assert int(row["judge_parse_failures"]) >= 0 and row["judge_errors"] == "0"
         score = float(row["judge_score"]) if row["judge_score"] else math.nan

@@ -8,16 +8,14 @@ jobs are timed by ``python benchmarks/default_job.py --job <kind>`` (trajectorie
 from __future__ import annotations
 
 import csv
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.runner.conftest import run_cli
-from tests.scenarios.conftest import BENCH
+from tests.scenarios.conftest import BENCH, cut_test_index
 
-CUT = "suite_cut.jsonl"
 OUTCOMES = ("passed", "failed", "error", "syntax_error", "timeout", "malformed_diff", "diff_does_not_apply",
             "no_change", "bad_path")
 
@@ -36,13 +34,7 @@ def _cut(records: list[dict], kind: str) -> list[dict]:
 
 def _run(kind: str, root: Path) -> dict[str, dict[str, str]]:
     shutil.copytree(BENCH / kind, root, ignore=shutil.ignore_patterns("workspace"))
-    env = root / "testenv" / "testenv.yaml"
-    text = env.read_text()
-    line = next(l for l in text.splitlines() if l.strip().startswith("test_index:"))
-    shipped = root / "testenv" / line.split('"')[1]
-    records = [json.loads(l) for l in shipped.read_text().splitlines()]
-    (shipped.parent / CUT).write_text("".join(json.dumps(r) + "\n" for r in _cut(records, kind)))
-    env.write_text(text.replace(line, f'    test_index: "../data/{CUT}"'))
+    cut_test_index(root, lambda records: _cut(records, kind))
     res = run_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", "--no-report", cwd=root,
                   timeout=1200)
     assert res.returncode == 0, res.stderr[-4000:]
