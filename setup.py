@@ -115,7 +115,7 @@ setup(
         "docker": DOCKER,
         "scenarios": SCENARIOS,
         "test": EMBEDDED + CLOUD_MODEL_PARTS + HUMANEVAL + PLOTS + DATASOURCES + EDGE + DOCKER + SCENARIOS + [
-            "pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100", "mypy>=1.10", "markdown-it-py>=3", "selenium>=4.20"],
+            "pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5", "hypothesis>=6.100", "mypy>=1.10", "markdown-it-py>=3", "selenium>=4.20"],
     },
     entry_points={"console_scripts": ["ianvs = core.cmd.benchmarking:cli"]},
 )
