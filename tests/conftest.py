@@ -29,3 +29,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(
             f"{crossed[0]} takes more than one of {sorted(ONE_EXECUTOR_PER_TEST)}: the suite would run "
             "every pair of their backends; take one fixture per test (a helper shared by two tests)")
+
+
+@pytest.fixture(autouse=True)
+def _root_logger_restored():
+    """Each test leaves the root logger as it found it: a test that runs the CLI in-process
+    (``setup_logging``) would otherwise leave a handler and level for every later test of the
+    same process, which then depends on which tests ran before it on that worker."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)

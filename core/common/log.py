@@ -15,6 +15,20 @@ LOGGER = logging.getLogger("ianvs")
 LOG_FORMAT = "[%(asctime)s] %(filename)s(%(lineno)d) [%(levelname)s] - %(message)s"
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes each record to ``sys.stderr`` as it is when the record is emitted, not as it was
+    when the handler was made: the CLI may run in-process (tests, an embedding program) under a
+    replaced ``sys.stderr`` that is closed afterwards, and a handler holding that stream would
+    fail on every later record ("I/O operation on closed file")."""
+
+    def __init__(self) -> None:
+        logging.Handler.__init__(self)
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+
 def setup_logging(level: int | str = logging.INFO) -> None:
     """Send INFO and above (or ``level``) to stderr with the upstream format.
 
@@ -28,7 +42,7 @@ def setup_logging(level: int | str = logging.INFO) -> None:
         level = logging.getLevelName(level.upper())
     root.setLevel(level)
     if not any(getattr(h, "_ianvs", False) for h in root.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter(LOG_FORMAT))
         handler.addFilter(ScrubFilter())
         handler._ianvs = True  # type: ignore[attr-defined]

@@ -3,6 +3,7 @@ once-per-content records (:mod:`tests.verified`) change key whenever an input ch
 from __future__ import annotations
 
 import configparser
+import os
 import subprocess
 import sys
 import textwrap
@@ -43,7 +44,10 @@ def test_a_hanging_test_fails_with_every_threads_stack_and_the_run_goes_on(tmp_p
     proc = subprocess.run([sys.executable, "-m", "pytest", "-c", str(REPO / "pytest.ini"),
                            "--rootdir", str(tmp_path), "-p", "no:cacheprovider", "-o", "timeout=3",
                            str(tmp_path / "test_hang.py")],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          # the outer run's PYTEST_ADDOPTS may name options of this suite's
+                          # conftest (--recheck-verified), which the inner run does not load
+                          env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"})
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert time.monotonic() - started < 60
