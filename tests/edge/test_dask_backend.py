@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from core.testenvmanager.sandbox import ExecRequest, Outcome
+from tests.runner.conftest import kill_when, start_cli
 
 from .helpers import DaskExecutor, edge_cluster, sandbox_options, tls_options
 
@@ -288,26 +289,9 @@ def test_killed_ianvs_resumes_without_regrading(cluster, tmp_path: Path) -> None
     """`ianvs` killed -9 mid-grading and restarted: finished samples are not graded again and
     executions.jsonl ends with every sample exactly once."""
     job = _job(tmp_path, cluster, subset=False, batch_size=1)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "core.cmd.benchmarking", "-f", str(job),
-                             "--no-progress", "--no-report"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    before: list[bytes] = []
-    try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and proc.poll() is None:
-            logs = list(tmp_path.rglob("executions.jsonl"))
-            if logs and len(logs[0].read_bytes().splitlines()) >= 30:
-                os.killpg(proc.pid, signal.SIGKILL)
-                break
-            time.sleep(0.02)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    proc = start_cli("-f", str(job), "--no-progress", "--no-report", cwd=ROOT, group=True)
+    log = kill_when(proc, tmp_path, "executions.jsonl", 30, limit=240, poll=0.02)
     assert proc.returncode == -signal.SIGKILL, "ianvs finished before it could be killed"
-    log = next(tmp_path.rglob("executions.jsonl"))
     before = [line for line in log.read_bytes().splitlines(keepends=True) if line.endswith(b"\n")]
     assert 30 <= len(before) < 164
     done = _ianvs("-f", str(job), "--no-progress", "--no-report", timeout=600)

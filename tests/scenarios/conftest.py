@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-
 from typing import Callable
 
 import pytest
@@ -36,12 +35,13 @@ def cut_test_index(root: Path, pick: Callable[[list[dict]], list[dict]], testenv
     env = root / "testenv" / testenv
     text = env.read_text()
     line = next(l for l in text.splitlines() if l.strip().startswith("test_index:"))
-    shipped = (env.parent / line.split('"')[1]).resolve()
+    index = Path(line.split('"')[1])
+    shipped = (env.parent / index).resolve()
     records = pick(read_jsonl(shipped))
     assert records, f"the cut of {shipped} is empty"
     write_jsonl(shipped.parent / CUT, records)
-    rel = Path(line.split('"')[1]).parent / CUT
-    env.write_text(text.replace(line, f'{line.split("test_index:")[0]}test_index: "{rel.as_posix()}"'))
+    indent = line[:line.index("test_index:")]
+    env.write_text(text.replace(line, f'{indent}test_index: "{(index.parent / CUT).as_posix()}"'))
     return records
 
 

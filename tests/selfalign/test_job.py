@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.runner.conftest import REPO, run_cli
+from tests.runner.conftest import kill_when, run_cli, start_cli
 from tests.scenarios.conftest import BENCH, cut_test_index
 
 #: tasks of the default job's 4 the suite's run of the embedded model reads
@@ -88,25 +83,8 @@ def test_gold_controls_through_ianvs(tmp_path: Path) -> None:
 
 def _run_killed_after_two_tries(root: Path) -> list[dict]:
     """Start the job, SIGKILL its process group once two tries are stored; the finished tries."""
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-m", "core.cmd.benchmarking", "-f",
-                             str(root / "benchmarkingjob.yaml"), "--no-progress", "--no-report"],
-                            cwd=root, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 900
-    tries_file: Path | None = None
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            found = list(root.glob("workspace/*/selfalign/*/selfalign_tries.jsonl"))
-            if found and len(found[0].read_text().splitlines()) >= 2:
-                tries_file = found[0]
-                break
-            time.sleep(0.5)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    assert tries_file is not None, "no try was stored before the deadline"
+    tries_file = kill_when(start_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", "--no-report",
+                                     cwd=root, group=True), root, "selfalign_tries.jsonl", 2, limit=900, poll=0.5)
     return [json.loads(line) for line in tries_file.read_text().splitlines() if line.endswith("}")]
 
 

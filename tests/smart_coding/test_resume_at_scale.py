@@ -10,53 +10,19 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.runner.conftest import REPO
+from tests.runner.conftest import kill_when, start_cli
 from tests.smart_coding.conftest import FULL, read_jsonl
 
 SIZE = 10_000
 
 
-def _lines(path: Path) -> int:
-    try:
-        with path.open("rb") as fh:
-            return sum(1 for _ in fh)
-    except OSError:
-        return 0
-
-
-def _start(job: Path, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "core.cmd.benchmarking", "-f", str(job),
-                             "--no-progress"], cwd=cwd, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(REPO)))
-
-
-def _kill_when(proc: subprocess.Popen, path_glob: str, root: Path, lines: int,
-               limit: float = 600) -> None:
-    """SIGKILL ``proc`` (and its process group's fork server stays orphaned but harmless: it
-    exits when its socket closes) once a file matching ``path_glob`` has ``lines`` lines."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        found = list(root.rglob(path_glob))
-        if found and _lines(found[0]) >= lines:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            return
-        if proc.poll() is not None:
-            pytest.fail(f"the run ended before {path_glob} reached {lines} lines: "
-                        f"{proc.stderr.read()[-2000:] if proc.stderr else ''}")
-        time.sleep(0.05)
-    proc.kill()
-    pytest.fail(f"{path_glob} never reached {lines} lines")
+def _start(job: Path, cwd: Path) -> subprocess.Popen[str]:
+    return start_cli("-f", str(job), "--no-progress", cwd=cwd, stderr=subprocess.PIPE)
 
 
 @pytest.mark.slow
@@ -76,8 +42,8 @@ def test_killed_twice_at_10k_loses_and_repeats_nothing(codegen_job, tmp_path: Pa
                       test_index=data)
     workspace = tmp_path / "workspace"
 
-    _kill_when(_start(job, tmp_path), "predictions.jsonl", workspace, 3000)  # generating
-    _kill_when(_start(job, tmp_path), "executions.jsonl", workspace, 2000)   # executing
+    kill_when(_start(job, tmp_path), workspace, "predictions.jsonl", 3000)  # generating
+    kill_when(_start(job, tmp_path), workspace, "executions.jsonl", 2000)   # executing
     final = _start(job, tmp_path)
     _out, err = final.communicate(timeout=900)
     assert final.returncode == 0, err[-3000:]
