@@ -22,7 +22,55 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 ONE_EXECUTOR_PER_TEST = frozenset({"backend", "bare_backend"})
 
 
+#: tests that are a pytest-xdist work unit of their own rather than part of their file's: the
+#: once-per-content gold controls (:mod:`tests.verified`), minutes each on a machine that has not
+#: recorded them. Under ``--dist loadfile`` they would run one after another on one worker.
+#: A prefix of node ids; also the first tests of the collection (see :class:`FileUnits`).
+OWN_UNITS = (
+    "tests/scenarios/repo/test_gold_controls.py::test_gold_controls",  # [set] and _on_docker[set]
+    "tests/trajectories/test_implement_gold.py::test_real_change_scores_1_and_parent_unchanged_0",
+    "tests/trajectories/test_revise.py::test_shipped_test_graded_tasks_gold_in_the_sandbox",
+)
+
+
+def _own_unit(nodeid: str) -> bool:
+    return nodeid.startswith(OWN_UNITS)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN201 (xdist's types)
+    """``--dist loadfile`` (pytest.ini) with :data:`OWN_UNITS` split off: see :class:`FileUnits`."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FileUnits(LoadFileScheduling):
+        """Each test file is one work unit (its module fixtures -- clusters, engines, servers --
+        start once), except the tests of :data:`OWN_UNITS`, one unit each. Units go out in
+        collection order, which :func:`pytest_collection_modifyitems` makes longest-first (the
+        xdist default, most tests first, put the gold controls, a few long tests, last: one
+        worker ran them alone at the end)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid if _own_unit(nodeid) else nodeid.split("::", 1)[0]
+
+    config.option.loadscopereorder = False
+    return FileUnits(config, log)
+
+
+def _long_first(items: list[pytest.Item]) -> None:
+    """Order the collection for the scheduler: :data:`OWN_UNITS` first, then the files that hold
+    a ``slow`` test, then the rest (stable: a file's tests keep their order)."""
+    slow_files = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: (0 if _own_unit(item.nodeid)
+                                 else 1 if item.nodeid.split("::", 1)[0] in slow_files else 2))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _refuse_crossed_executors(items)
+    _long_first(items)
+
+
+def _refuse_crossed_executors(items: list[pytest.Item]) -> None:
     crossed = sorted({item.nodeid.split("[")[0] for item in items
                       if len(ONE_EXECUTOR_PER_TEST & set(getattr(item, "fixturenames", ()))) > 1})
     if crossed:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -18,6 +19,28 @@ from typing import IO, Any
 from core.common.errors import DatasetError
 
 _ONE_OBJECT = "each line must hold one JSON object"
+
+
+def terminate_torn_line(path: Path) -> None:
+    """End a file whose last line was cut mid-write (a killed run) with a newline, so records
+    appended later start on a line of their own; the torn line stays unreadable and readers
+    skip it. A missing or empty file is left alone."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path, "rb+") as handle:
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) != b"\n":
+            handle.write(b"\n")
+
+
+def open_append(path: str | Path, binary: bool = False) -> IO[Any]:
+    """Open a line log (JSONL: a resume log, a cache) for appending, after
+    :func:`terminate_torn_line`: appended to as it is, a torn last line would swallow the next
+    record into one line no reader parses, and that finished result would be lost. Text mode is
+    UTF-8. The folder must exist."""
+    path = Path(path)
+    terminate_torn_line(path)
+    return path.open("ab") if binary else path.open("a", encoding="utf-8")
 
 
 def _open_text(path: Path) -> IO[str]:

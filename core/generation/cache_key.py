@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from core.common.jsonl import key_prefix, lines_with_offsets, read_json_at
+from core.common.jsonl import key_prefix, lines_with_offsets, open_append, read_json_at
 from core.generation.base import Generator
 from core.generation.types import Generation, GenerationRequest
 
@@ -84,17 +84,6 @@ def load_cache(path: str | os.PathLike[str]) -> dict[str, Generation]:
     return cache
 
 
-def _terminate_torn_line(path: Path) -> None:
-    """End a file whose last line was cut mid-write with a newline, so appended
-    records start on their own line (the torn line stays unreadable and skipped)."""
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    with open(path, "rb+") as handle:
-        handle.seek(-1, os.SEEK_END)
-        if handle.read(1) != b"\n":
-            handle.write(b"\n")
-
-
 class GenerationCache:
     """The generation JSONL cache as an index ``key -> byte offset`` (successful samples only).
 
@@ -135,8 +124,7 @@ class GenerationCache:
         """Append every generation (errors too, for the record), flushed before it is
         yielded; a killed run loses at most the samples in flight."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _terminate_torn_line(self.path)
-        with open(self.path, "ab") as out:
+        with open_append(self.path, binary=True) as out:
             for gen in gens:
                 offset = out.seek(0, os.SEEK_END)
                 out.write(json.dumps(gen.to_dict(), ensure_ascii=False).encode("utf-8") + b"\n")

@@ -91,9 +91,14 @@ def test_run_all_keeps_input_order(backend) -> None:
 
 
 def test_environment_is_scrubbed(backend) -> None:
+    """Nothing of the caller's environment; native thread pools sized to one thread per sample
+    (``THREAD_ENV``: the executor runs its workers side by side)."""
+    from core.testenvmanager.sandbox.forkserver import THREAD_ENV
+
+    allowed = {'PATH', 'LANG', 'LC_ALL', 'HOME', 'TMPDIR', 'PWD', 'PYTHONDONTWRITEBYTECODE',
+               'PYTHONIOENCODING', *THREAD_ENV}
     res = probe(backend, "import os\nprint(sorted(os.environ))\n"
-                          "return set(os.environ) <= {'PATH', 'LANG', 'LC_ALL', 'HOME', 'TMPDIR', 'PWD', "
-                          "'PYTHONDONTWRITEBYTECODE', 'PYTHONIOENCODING'}")
+                         f"return set(os.environ) <= {allowed!r} and os.environ['OMP_NUM_THREADS'] == '1'")
     assert res.passed, res.stdout
     assert SECRET not in res.stdout
 

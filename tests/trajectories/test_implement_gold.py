@@ -8,11 +8,9 @@ from pathlib import Path
 import pytest
 
 from core.scenarios import get_kind
-from core.scenarios.implement_change.scoring import grade
-from core.scenarios.repo.env import ensure_env
-from core.scenarios.repo.execute import Sample, default_views_dir, run_samples
-from core.scenarios.repo.scoring import GRADING_VERSION, source_root
+from core.scenarios.repo.scoring import GRADING_VERSION
 from tests.scenarios.conftest import BENCH
+from tests.trajectories.gold import gold_and_unchanged
 from tests.verified import REPO, Verified, skip_if_verified
 
 DATA = BENCH / "implement_change" / "data"
@@ -32,7 +30,7 @@ def gold_key() -> Verified:
     kind's, the repo kind's it runs on, the sandbox) and this test."""
     return Verified("gold-implement_change",
                     [DATA, REPO / "core/scenarios/implement_change", REPO / "core/scenarios/repo",
-                     REPO / "core/testenvmanager/sandbox", Path(__file__)],
+                     REPO / "core/testenvmanager/sandbox", Path(__file__), REPO / "tests/trajectories/gold.py"],
                     [f"grading={GRADING_VERSION}"])
 
 
@@ -45,18 +43,13 @@ def test_real_change_scores_1_and_parent_unchanged_0(request: pytest.FixtureRequ
     tasks = _tasks()
     assert tasks, "the shipped set is empty"
     kind = get_kind("implement_change")
-    graded = grade([(f"{t['id']}#ref", t, kind.reference(t)) for t in tasks], SOURCES)
-    for task in tasks:
-        res, form = graded[f"{task['id']}#ref"]
-        assert form == "files" and res.outcome == "passed", (task["id"], res.outcome, res.detail[-800:])
-        assert all(res.tests.get(t) == "passed" for t in task["tests"]["fail_to_pass"])
-    for task in tasks:   # the parent as it is, tests run (not short-cut as no_change)
-        root = source_root(SOURCES / task["repo"]["source"], task["repo"]["content_hash"])
-        env = ensure_env(task["env"]["requirements"])
-        (res,) = list(run_samples([Sample(f"{task['id']}#parent", task, None, edits={})], root, env,
-                                  default_views_dir(), workers=1, timeout=300))
-        assert res.outcome != "passed", task["id"]
-        assert not any(res.tests.get(t) == "passed" for t in task["tests"]["fail_to_pass"]), task["id"]
+    for task_id, (form, ref, parent) in gold_and_unchanged(tasks, kind.reference, SOURCES).items():
+        assert form == "files" and ref.outcome == "passed", (task_id, ref.outcome, ref.detail[-800:])
+        task = next(t for t in tasks if t["id"] == task_id)
+        assert all(ref.tests.get(t) == "passed" for t in task["tests"]["fail_to_pass"])
+        # the parent as it is, tests run (not short-cut as no_change)
+        assert parent.outcome != "passed", task_id
+        assert not any(parent.tests.get(t) == "passed" for t in task["tests"]["fail_to_pass"]), task_id
     verified.record(tasks=len(tasks))
 
 

@@ -95,31 +95,23 @@ def test_shipped_test_graded_tasks_gold_in_the_sandbox(request: pytest.FixtureRe
 
     verified = Verified("gold-revise", [BENCH / "revise" / "data", REPO / "core/scenarios/revise",
                                         REPO / "core/scenarios/implement_change", REPO / "core/scenarios/repo",
-                                        REPO / "core/testenvmanager/sandbox", Path(__file__)],
+                                        REPO / "core/testenvmanager/sandbox", Path(__file__),
+                                        REPO / "tests/trajectories/gold.py"],
                         [f"grading={GRADING_VERSION}"])
     skip_if_verified(verified, request, "revise gold controls")
-    from core.scenarios.implement_change.scoring import grade
-    from core.scenarios.repo.env import ensure_env
-    from core.scenarios.repo.execute import Sample, default_views_dir, run_samples
-    from core.scenarios.repo.scoring import source_root
     from core.scenarios.revise.metrics import _tested
+    from tests.trajectories.gold import gold_and_unchanged
 
     kind = get_kind("revise")
     data = BENCH / "revise" / "data"
-    sources = data / "revise-sources"
     tasks = [_tested(r) for name in ("eli5_revise.jsonl", "toolz_revise.jsonl") for r in kind.read(data / name)
              if r["grading"] == "tests"]
     assert tasks
-    graded = grade([(t["id"], t, kind.reference(t)) for t in tasks], sources)
-    for task in tasks:
-        res, form = graded[task["id"]]
-        assert form == "files" and res.outcome == "passed", (task["id"], res.outcome, res.detail[-800:])
-        root = source_root(sources / task["repo"]["source"], task["repo"]["content_hash"])
-        (res,) = list(run_samples([Sample(f"{task['id']}#unchanged", task, None, edits={})], root,
-                                  ensure_env(task["env"]["requirements"]), default_views_dir(), workers=1,
-                                  timeout=300))
-        assert res.outcome != "passed", task["id"]
-        assert not any(res.tests.get(t) == "passed" for t in task["tests"]["fail_to_pass"]), task["id"]
+    for task_id, (form, ref, unchanged) in gold_and_unchanged(tasks, kind.reference, data / "revise-sources").items():
+        assert form == "files" and ref.outcome == "passed", (task_id, ref.outcome, ref.detail[-800:])
+        task = next(t for t in tasks if t["id"] == task_id)
+        assert unchanged.outcome != "passed", task_id
+        assert not any(unchanged.tests.get(t) == "passed" for t in task["tests"]["fail_to_pass"]), task_id
     verified.record(tasks=len(tasks))
 
 

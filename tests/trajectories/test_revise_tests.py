@@ -145,6 +145,29 @@ def test_metric_reports_both_gradings(built: dict[str, Any], tmp_path: Path) -> 
     assert row["test_outcome"] == "failed" and 0.0 < row["edit_chrf"] < 100.0
 
 
+def test_metric_resumes_from_its_executions_log(built: dict[str, Any], tmp_path: Path) -> None:
+    """A test-graded sample's result goes to revise_executions.jsonl as it arrives; a rerun with
+    the same reply takes it from there (the logged verdict is what counts, shown by editing it),
+    a cut last line is ignored, and another reply runs afresh."""
+    from core.scenarios.revise.metrics import EXECUTIONS_FILE
+
+    kind = get_kind("revise")
+    fix = kind.validate(built["tasks"][built["ids"]["s2"]])
+    ctx = _context([fix], tmp_path, built["out"].parent)
+    first = revise_scores(None, _preds([kind.reference(fix)]), ctx, sources_dir="revise-sources")
+    assert first["tests_pass@1"] == 1.0
+    log = tmp_path / EXECUTIONS_FILE
+    (line,) = log.read_text().splitlines()
+    entry = json.loads(line)
+    assert entry["outcome"] == "passed" and entry["tests"]["tests/test_calc.py::test_mul"] == "passed"
+    log.write_text(json.dumps({**entry, "outcome": "failed"}) + "\n" + line[: len(line) // 2])
+    again = revise_scores(None, _preds([kind.reference(fix)]), ctx, sources_dir="revise-sources")
+    assert again["tests_pass@1"] == 0.0 and again["grading"] == "in_process"
+    other = kind.reference(fix).replace("a * b", "b * a")
+    assert revise_scores(None, _preds([other]), ctx, sources_dir="revise-sources")["tests_pass@1"] == 1.0
+    assert [json.loads(x)["outcome"] for x in log.read_text().splitlines()[2:]] == ["passed"]
+
+
 def test_test_graded_record_errors(built: dict[str, Any]) -> None:
     fix = built["tasks"][built["ids"]["s2"]]
     kind = get_kind("revise")

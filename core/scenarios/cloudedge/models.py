@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import ConfigError, IanvsError
+from core.common.jsonl import open_append
 from core.generation import create_generator
 from core.generation.base import Generator
 from core.generation.cache_key import GenerationCache, canonical_json, sample_key
@@ -175,7 +176,7 @@ class CodeModel:
         ``task_id`` is the cached sample ``gen.key`` (a later line wins)."""
         line = json.dumps({"model": self.id, "role": role, "task_id": task_id, "key": gen.key})
         with _lock:
-            with open(self.ctx.cache_dir / ANSWERS_FILE, "a", encoding="utf-8") as fh:
+            with open_append(self.ctx.cache_dir / ANSWERS_FILE) as fh:
                 fh.write(line + "\n")
 
 

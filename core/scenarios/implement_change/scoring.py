@@ -34,12 +34,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from core.common.errors import ConfigError
+from core.common.jsonl import open_append
 from core.common.progress import progress_bar
 from core.scenarios.implement_change.answer import FAILURE_KINDS, parse_change
 from core.scenarios.repo.env import ensure_env
@@ -48,7 +50,7 @@ from core.scenarios.repo.metrics import OUTCOMES, summarise
 from core.scenarios.repo.scoring import source_root
 from core.scenarios.trajectories.periods import commit_time, period_labels, period_of
 
-__all__ = ["implement_tests", "EXECUTIONS_FILE", "grade"]
+__all__ = ["implement_tests", "EXECUTIONS_FILE", "grade", "grade_iter", "grade_logged", "sample_key"]
 
 LOG = logging.getLogger(__name__)
 
@@ -58,17 +60,12 @@ GRADING_VERSION = 2  # 2: a single unnamed block is the task's one file
 _FIELDS = tuple(SampleResult.__dataclass_fields__)
 
 
-def _key(rec: Mapping[str, Any], index: int, reply: str) -> str:
-    what = [rec["id"], index, reply, rec["tests"], rec["repo"]["content_hash"], GRADING_VERSION]
-    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:24]
-
-
-def grade(samples: list[tuple[str, dict[str, Any], str]], sources_dir: Path, workers: int = 2,
-          timeout: float = 300.0, min_isolation: str = "kernel") -> dict[str, tuple[SampleResult, str]]:
-    """``sample_id -> (result, form)`` for ``(sample_id, task record, reply)`` triples: parse
-    each reply against its task root (``form``: ``files``, ``diff`` or ``""``), run the parsed
-    ones in the sandbox (one executor per task root)."""
-    out: dict[str, tuple[SampleResult, str]] = {}
+def grade_iter(samples: list[tuple[str, dict[str, Any], str]], sources_dir: Path, workers: int = 2,
+               timeout: float = 300.0, min_isolation: str = "kernel") -> Iterator[tuple[str, SampleResult, str]]:
+    """``(sample_id, result, form)`` for ``(sample_id, task record, reply)`` triples, each as soon
+    as it is known: parse each reply against its task root (``form``: ``files``, ``diff`` or
+    ``""``; a parse failure is its result, nothing run), run the parsed ones in the sandbox (one
+    executor per task root)."""
     by_root: dict[str, list[tuple[str, dict[str, Any], str]]] = defaultdict(list)
     for item in samples:
         by_root[item[1]["repo"]["content_hash"]].append(item)
@@ -82,14 +79,57 @@ def grade(samples: list[tuple[str, dict[str, Any], str]], sources_dir: Path, wor
             only = rec["files"][0] if len(rec["files"]) == 1 else None
             parsed = parse_change(reply, root, list(rec.get("test_files") or []), default_path=only)
             if parsed.failure:
-                out[sample_id] = (SampleResult(sample_id, rec["id"], parsed.failure, {}, parsed.detail, 0.0),
-                                  parsed.form)
+                yield sample_id, SampleResult(sample_id, rec["id"], parsed.failure, {}, parsed.detail, 0.0), parsed.form
                 continue
             runnable.append(Sample(sample_id, rec, None, edits=parsed.edits))
             forms[sample_id] = parsed.form
         for res in run_samples(runnable, root, env, default_views_dir(), workers=workers, timeout=timeout,
                                min_isolation=min_isolation):
-            out[res.sample_id] = (res, forms[res.sample_id])
+            yield res.sample_id, res, forms[res.sample_id]
+
+
+def grade(samples: list[tuple[str, dict[str, Any], str]], sources_dir: Path, workers: int = 2,
+          timeout: float = 300.0, min_isolation: str = "kernel") -> dict[str, tuple[SampleResult, str]]:
+    """``sample_id -> (result, form)``: :func:`grade_iter`, collected."""
+    return {sid: (res, form) for sid, res, form in grade_iter(samples, sources_dir, workers, timeout, min_isolation)}
+
+
+def sample_key(rec: Mapping[str, Any], index: int, reply: str, kind: str = "implement_change") -> str:
+    """A graded sample's key in an executions log: its task, index and reply, the task's tests
+    and root, the grading version (and the kind, for any kind but this one)."""
+    what = [rec["id"], index, reply, rec["tests"], rec["repo"]["content_hash"], GRADING_VERSION,
+            *([kind] if kind != "implement_change" else [])]
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def grade_logged(todo: list[tuple[str, dict[str, Any], str]], keys: Mapping[str, str], log_path: Path | None,
+                 sources_dir: Path, settings: Mapping[str, Any], timeout: float, label: str,
+                 show_progress: bool = True) -> dict[str, tuple[SampleResult, str]]:
+    """:func:`grade` with a resume log: ``keys`` maps each sample id of ``todo`` to its
+    :func:`sample_key`; samples whose key ``log_path`` already holds are not run again (their
+    logged result is returned), and every result is appended to the log as soon as it is known,
+    so a killed run loses only the samples that were running. Lines of the log that do not
+    parse (a line cut by the kill) are ignored, and the next result starts a line of its own. ``log_path`` None: no log (a call outside a job)."""
+    done: dict[str, tuple[SampleResult, str]] = {}
+    text = log_path.read_text(encoding="utf-8") if log_path is not None and log_path.is_file() else ""
+    if text:
+        for line in text.splitlines():
+            try:
+                item = json.loads(line)
+                done[item["key"]] = (SampleResult(**{f: item[f] for f in _FIELDS if f in item}),
+                                     str(item.get("form", "")))
+            except (ValueError, KeyError, TypeError):
+                continue
+    out = {sid: done[keys[sid]] for sid, _rec, _reply in todo if keys[sid] in done}
+    rest = [item for item in todo if item[0] not in out]
+    with (open_append(log_path) if log_path is not None else open(os.devnull, "a")) as log, \
+            progress_bar(len(rest), label, "sample", show_progress) as bar:
+        for sid, res, form in grade_iter(rest, sources_dir, workers=int(settings.get("workers", 2)),
+                                         timeout=timeout, min_isolation=str(settings.get("min_isolation", "kernel"))):
+            log.write(json.dumps({"key": keys[sid], "form": form, **res.__dict__}) + "\n")
+            log.flush()
+            out[sid] = (res, form)
+            bar.update(1)
     return out
 
 
@@ -113,18 +153,7 @@ def implement_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, sou
                           hint="set sandbox.backend: local")
     base = Path(getattr(context, "config_dir", None) or ".")
     workspace = Path(context.workspace)
-    log_path = workspace / EXECUTIONS_FILE
-    done: dict[str, tuple[SampleResult, str]] = {}
-    if log_path.is_file():
-        for line in log_path.read_text(encoding="utf-8").splitlines():
-            try:
-                item = json.loads(line)
-                done[item["key"]] = (SampleResult(**{f: item[f] for f in _FIELDS if f in item}),
-                                     str(item.get("form", "")))
-            except (ValueError, KeyError, TypeError):
-                continue
     tasks: dict[str, dict[str, Any]] = {}
-    results: list[tuple[SampleResult, str]] = []
     todo: list[tuple[str, dict[str, Any], str]] = []
     keys: dict[str, str] = {}
     generation_errors = 0
@@ -136,22 +165,13 @@ def implement_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, sou
             if sample.get("error"):
                 generation_errors += 1
                 continue
+            sid = f"{rec['id']}#0"
             reply = str(sample.get("raw_output") or "")
-            key = _key(rec, 0, reply)
-            if key in done:
-                results.append(done[key])
-            else:
-                sid = f"{rec['id']}#0"
-                keys[sid] = key
-                todo.append((sid, rec, reply))
-    with open(log_path, "a", encoding="utf-8") as log, \
-            progress_bar(len(todo), "implement tests", "sample", getattr(context, "show_progress", True)) as bar:
-        graded = grade(todo, (base / sources_dir).resolve(), workers=int(settings.get("workers", 2)),
-                       timeout=float(timeout), min_isolation=str(settings.get("min_isolation", "kernel")))
-        for sid, (res, form) in graded.items():
-            log.write(json.dumps({"key": keys[sid], "form": form, **res.__dict__}) + "\n")
-            results.append((res, form))
-            bar.update(1)
+            keys[sid] = sample_key(rec, 0, reply)
+            todo.append((sid, rec, reply))
+    graded = grade_logged(todo, keys, workspace / EXECUTIONS_FILE, (base / sources_dir).resolve(), settings,
+                          float(timeout), "implement tests", getattr(context, "show_progress", True))
+    results = list(graded.values())
     return _row(results, tasks, generation_errors, periods)
 
 

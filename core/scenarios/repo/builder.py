@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from core.common.errors import IanvsError
+from core.common.jsonl import open_append
 from core.scenarios.repo.authoring import AuthoringOptions, author
 from core.scenarios.repo.coverage_map import measure
 from core.scenarios.repo.env import TEST_TOOLS, RepoEnv, ensure_env
@@ -324,7 +325,7 @@ class _Progress:
                 LOG.info("%s belongs to another source or other options: starting over", path)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")
-        self._fh = open(path, "a")
+        self._fh = open_append(path)
 
     def add(self, entry: dict[str, Any]) -> None:
         self._fh.write(json.dumps(entry, sort_keys=True) + "\n")

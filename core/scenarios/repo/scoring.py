@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import ConfigError
+from core.common.jsonl import open_append
 from core.common.progress import progress_bar
 from core.scenarios.repo.env import RepoEnv, default_cache_dir, ensure_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
@@ -249,7 +250,7 @@ def repo_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, k: int |
     for items in pending.values():
         _check_task(items[0][1].task, sandbox)
     total = sum(len(v) for v in pending.values())
-    with open(log_path, "a", encoding="utf-8") as log, \
+    with open_append(log_path) as log, \
             progress_bar(total, "repo tests", "sample", getattr(context, "show_progress", True)) as bar:
         for (want, services, _run_env), items in pending.items():
             first = items[0][1].task
@@ -260,7 +261,7 @@ def repo_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, k: int |
                                        "repo_tests entry of testenv.yaml")
             root = source_root((base / sources[name]).resolve(), want)
             env = _environment(first, sandbox)
-            with open(workspace / ENVIRONMENTS_FILE, "a", encoding="utf-8") as envs:
+            with open_append(workspace / ENVIRONMENTS_FILE) as envs:
                 envs.write(json.dumps(_describe(env, name)) + "\n")
             keys = {s.sample_id: key for key, s in items}
             with ExitStack() as stack:

@@ -41,6 +41,10 @@ test-graded ones included), ``scored_samples``, the failure counts, ``form_files
 sandbox), ``isolation``; with ``periods``, ``score[<period>]``, ``edit_chrf[<period>]`` and
 ``samples[<period>]``. Per sample, ``revise_scores.jsonl`` in the test case folder has both
 gradings' results and which one the task got (``grading``).
+
+Resume: every test-graded sample's result is appended to ``revise_executions.jsonl`` in the test
+case folder as soon as it is known (:func:`core.scenarios.implement_change.scoring.grade_logged`);
+a rerun after a kill runs only the samples that were missing.
 """
 from __future__ import annotations
 
@@ -57,6 +61,9 @@ from core.scenarios.scoring import iter_samples, mean
 from core.scenarios.trajectories.periods import commit_time, period_labels, period_of
 
 PER_SAMPLE_FILE = "revise_scores.jsonl"
+#: every test-graded sample's sandbox result as it arrives, keyed by task, sample, reply and
+#: grading version: a killed scoring run re-runs only the samples it had not finished
+EXECUTIONS_FILE = "revise_executions.jsonl"
 
 
 def changed_lines(before: Mapping[str, str], after: Mapping[str, str]) -> str:
@@ -103,12 +110,13 @@ def revise_scores(y_true: Any, y_pred: Any, context: Any = None, periods: Sequen
                   sources_dir: str = "", timeout: float = 300.0) -> dict[str, Any]:
     """The kind's columns (module docstring); per-sample scores go to ``revise_scores.jsonl``."""
     from core.scenarios import get_kind
-    from core.scenarios.implement_change.scoring import grade
+    from core.scenarios.implement_change.scoring import grade_logged, sample_key
 
     kind = get_kind("revise")
     errors: list[str] = []
     rows: list[dict[str, Any]] = []
     todo: list[tuple[str, dict[str, Any], str]] = []
+    keys: dict[str, str] = {}
     for sample in iter_samples(kind, y_pred, context, errors):
         rec = sample.record
         row = {"task_id": sample.task_id, "sample_index": sample.sample_index, "grading": rec["grading"],
@@ -117,6 +125,7 @@ def revise_scores(y_true: Any, y_pred: Any, context: Any = None, periods: Sequen
         rows.append(row)
         if rec["grading"] == "tests" and not row["failure"]:
             todo.append((f"{len(rows) - 1}", _tested(rec), sample.answer))
+            keys[todo[-1][0]] = sample_key(rec, sample.sample_index, sample.answer, "revise")
     if todo:
         settings = getattr(context, "sandbox", {}) or {}
         if not sources_dir:
@@ -126,8 +135,9 @@ def revise_scores(y_true: Any, y_pred: Any, context: Any = None, periods: Sequen
             raise ConfigError("test-graded revise tasks run on the 'local' sandbox backend",
                               hint="set sandbox.backend: local")
         base = Path(getattr(context, "config_dir", None) or ".")
-        graded = grade(todo, (base / sources_dir).resolve(), workers=int(settings.get("workers", 2)),
-                       timeout=float(timeout), min_isolation=str(settings.get("min_isolation", "kernel")))
+        workspace = getattr(context, "workspace", None)
+        graded = grade_logged(todo, keys, Path(workspace, EXECUTIONS_FILE) if workspace is not None else None, (base / sources_dir).resolve(), settings,
+                              float(timeout), "revise tests", getattr(context, "show_progress", True))
         for sid, (res, _form) in graded.items():
             rows[int(sid)].update(test_outcome=res.outcome, tests=res.tests, isolation=res.isolation)
     for row in rows:

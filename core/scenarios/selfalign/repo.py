@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 
 from core.common import pyast
 from core.common.errors import ConfigError
+from core.common.jsonl import open_append
 from core.generation.reference import BROKEN_BODIES
 from core.scenarios.repo.env import RepoEnv, ensure_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
@@ -282,7 +283,7 @@ class RepoUnitRunner:
         if self.cache_path is None:
             return
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.cache_path.open("a", encoding="utf-8") as fh:
+        with open_append(self.cache_path) as fh:
             fh.write(json.dumps({"key": key, "units": rows}) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
@@ -378,7 +379,7 @@ def grade_hidden(items: Sequence[tuple[Mapping[str, Any], str]], sources: Mappin
         if key not in done and all(key != k for group in pending.values() for k, _ in group):
             group = pending.setdefault(str(record["repo"]["content_hash"]), [])
             group.append((key, Sample(f"{record['task_id']}#{n}", rec, code)))
-    with open(log_path, "a", encoding="utf-8") as log:
+    with open_append(log_path) as log:
         for items_ in pending.values():
             first = items_[0][1].task
             by_id = {s.sample_id: k for k, s in items_}

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import IanvsError
+from core.common.jsonl import open_append
 from core.scenarios.selfalign.units import UnitCheck
 from core.testenvmanager.sandbox import ExecRequest, Executor, Outcome, get_executor
 
@@ -174,7 +175,7 @@ class UnitRunner:
         if self.cache_path is None or not rows:
             return
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.cache_path.open("a", encoding="utf-8") as fh:
+        with open_append(self.cache_path) as fh:
             for row in rows:
                 fh.write(json.dumps(row) + "\n")
             fh.flush()

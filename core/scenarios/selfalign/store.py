@@ -40,6 +40,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.common.jsonl import open_append
+
 logger = logging.getLogger(__name__)
 
 TRIES_FILE = "selfalign_tries.jsonl"
@@ -117,7 +119,7 @@ class TryStore:
     def add(self, record: TryRecord) -> None:
         """Append ``record`` durably (flush + fsync) and keep it in memory."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as fh:
+        with open_append(self.path) as fh:
             fh.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
             fh.flush()
             os.fsync(fh.fileno())

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import ConfigError
-from core.common.jsonl import key_prefix, lines_with_offsets, read_json_at
+from core.common.jsonl import key_prefix, lines_with_offsets, open_append, read_json_at
 from core.common.progress import progress_bar
 from core.testcasecontroller.metrics.code_tasks import (OUTPUT_PARSE, CodeTask, code_task,
                                                         parse_verdict)
@@ -352,7 +352,7 @@ def _timeouts(records: list[Mapping[str, Any]], tasks: list[CodeTask], general: 
                              ceiling=ceiling, probe_timeout=ceiling, known=known)
     new = {k: v for k, v in cal.measured.items() if k not in known}
     if new:
-        with (workspace / CALIBRATION_FILE).open("a", encoding="utf-8") as fh:
+        with open_append(workspace / CALIBRATION_FILE) as fh:
             fh.writelines(json.dumps({"key": k, "t_ref": v}) + "\n" for k, v in new.items())
         known.update(new)
     for req in cal.requests:
@@ -389,7 +389,7 @@ def iter_results(records: Iterable[Mapping[str, Any]], predictions: Iterable[Any
     counted = 0
     with progress_bar(total=total or 0, desc="execute", unit="task",
                       enabled=show_progress and bool(total)) as bar, \
-            cache_path.open("ab") as out:
+            open_append(cache_path, binary=True) as out:
         while True:
             batch: list[tuple[Mapping[str, Any], Any]] = []
             for rec in rec_iter:

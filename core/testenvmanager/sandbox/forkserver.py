@@ -78,6 +78,14 @@ DEFAULT_PRELOAD = (
     "bisect", "collections", "copy", "fractions", "functools", "hashlib", "heapq", "itertools",
     "math", "operator", "random", "re", "string", "typing", "unicodedata",
 )
+#: one thread per sample for native thread pools (OpenMP, OpenBLAS, MKL, numexpr, BLIS): the
+#: executor already runs ``workers`` samples side by side, about one per core, and a library that
+#: sizes its pool to the machine in each of them oversubscribes the cores; OpenMP's spinning
+#: barriers then turn a test of seconds into minutes (eli5's LightGBM tests: 2 s alone, about
+#: 110 s each with two samples at once). Part of every child's environment, and set in the
+#: server before it preloads, since these libraries read it when they load.
+THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+              "NUMEXPR_NUM_THREADS": "1", "BLIS_NUM_THREADS": "1", "VECLIB_MAXIMUM_THREADS": "1"}
 #: modules the harness itself needs in every child: always preloaded
 REQUIRED_PRELOAD = ("_posixsubprocess", "signal", "json")
 #: directories every sandboxed process may read (and execute from); everything else is hidden by
@@ -106,6 +114,7 @@ def _load(name: str):
 def _preload(names: list[str], facts: dict) -> None:
     import importlib
 
+    os.environ.update(THREAD_ENV)  # before any native library loads (THREAD_ENV)
     failed = []
     for name in names:
         try:
@@ -667,7 +676,7 @@ class Server:
         self.scratch = cfg["scratch"]
         self.child_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
                           "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
-                          "PYTHONIOENCODING": "utf-8"}
+                          "PYTHONIOENCODING": "utf-8", **THREAD_ENV}
         os.environ.clear()
         os.environ.update(self.child_env)
         self.wake_r, wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
