@@ -41,14 +41,18 @@ def test_the_shipped_subset_is_three_functions_of_three_repositories() -> None:
     tasks = load_tasks(DEFAULT)
     assert [t["repo"]["name"] for t in tasks] == ["toolz-1.0.0", "eli5-0.16.0", "dataset-2.0.0"]
     assert repo.function_tasks(tasks) == tasks and all(repo.is_repo_record(t) for t in tasks)
-    # methods and PostgreSQL tasks are refused by name, not run
+    # methods and PostgreSQL tasks run; they can be left out; an unknown service is refused
     everything = load_tasks(DATA / "toolz-tasks.jsonl")
     method = next(t for t in everything if t["class_name"])
-    assert method not in repo.function_tasks(everything)
-    with pytest.raises(ConfigError, match="method"):
-        repo.check_task(method)
-    with pytest.raises(ConfigError, match="services"):
-        repo.check_task({**tasks[2], "services": ["postgres"]})
+    assert method in repo.function_tasks(everything)
+    assert method not in repo.function_tasks(everything, methods=False)
+    repo.check_task(method)
+    postgres = load_tasks(DATA / "dataset-postgres-tasks.jsonl")
+    assert repo.function_tasks(postgres) == postgres and not repo.function_tasks(postgres, services=False)
+    repo.check_task(postgres[0])
+    with pytest.raises(ConfigError, match="unknown service 'redis'"):
+        repo.check_task({**tasks[2], "services": ["redis"]})
+    assert not repo.function_tasks([{**tasks[2], "services": ["redis"]}])
 
 
 def test_the_model_sees_the_repository_prompt_never_its_tests() -> None:
@@ -79,6 +83,36 @@ def test_units_and_the_pytest_module() -> None:
     assert ids == {0: f"{repo.UNITS_FILE}::test_unit_0"}
     assert "def test_unit_0():\n    _check_0(cons)" in module
     compile(module, repo.UNITS_FILE, "exec")      # compiled, never run here
+
+
+COUNT = "dataset-2.0.0/dataset/table.py::Table.count"
+
+
+def _postgres_task(task_id: str) -> dict[str, Any]:
+    return next(r for r in load_tasks(DATA / "dataset-postgres-tasks.jsonl") if r["task_id"] == task_id)
+
+
+def test_a_method_is_asked_for_by_class_and_its_units_call_it_on_an_instance() -> None:
+    task = _postgres_task(COUNT)
+    prompt, entry = shown(task)
+    assert entry == "Table.count" and "method of class Table" in prompt
+    assert repo.target_import(task) == "from dataset.table import Table"
+    units = ['import dataset\nassert dataset.connect().create_table("t").count() == 0',
+             "assert Table.count(None) == 0", "assert count() == 0", "assert 1 == 1",
+             "import sqlalchemy\nassert Table.count(None) == 0"]
+    checks = unit_checks(task, units)
+    # the repository's own package is importable beside its tests; other packages are not
+    assert [c.status for c in checks] == ["valid", "valid", "valid", "no_call", "import:sqlalchemy"]
+    module, _ids = repo.units_module([(0, checks[0])], task)
+    assert module.startswith("from dataset.table import Table\n")
+    assert "def test_unit_0():\n    _check_0(Table.count)" in module
+    compile(module, repo.UNITS_FILE, "exec")
+    # a dunder method is reached through its class (and builtins), never by name
+    init = next(r for r in load_tasks(DATA / "dataset-sqlite-tasks.jsonl")
+                if r["qualname"] == "ChunkedUpdate.__init__")
+    assert [c.status for c in unit_checks(init, ["assert ChunkedUpdate(None, 1, []) is not None",
+                                                 "assert Table(None, 't') is not None"])] == \
+        ["valid", "no_call"]
 
 
 def test_gold_control_replies() -> None:
@@ -185,3 +219,67 @@ def test_tests_that_agree_with_wrong_code_inside_the_repository(runner: repo.Rep
     row = selfalign(None, plain, context, k=[1], mutants=0, sources=SOURCES)
     assert row["hidden_pass@1"] == 0.0 and row["plain_tasks"] == 1
     assert json.loads((tmp_path / TRIES_FILE).read_text().splitlines()[0])["try"] == 1
+
+
+PG_SOURCES = {"dataset-2.0.0": str(DATA / "dataset-2.0.0.tar.gz")}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_gold_controls_on_a_method_of_a_postgresql_task(tmp_path: Path) -> None:
+    """A method (``Table.count``) of the PostgreSQL set through the loop and the
+    metric: reference aligns at try 1 on the repository's tests, each run on a database of its
+    own, and scores 1.0; broken never aligns. The runner's service is stopped when it closes."""
+    from core.scenarios.repo.postgres import PostgresUnavailable
+
+    task = _postgres_task(COUNT)
+    rows = {}
+    for variant in ("reference", "broken"):
+        ws = tmp_path / variant
+        ws.mkdir()
+        try:
+            with repo.RepoUnitRunner(repo.resolve_sources(None, sources_dir=DATA), ws / repo.REPO_UNITS_FILE) as runner:
+                out = run_task(task, ControlResponder(variant), runner, TryStore(ws / TRIES_FILE),
+                               LoopSettings(max_tries=2))
+                service = runner.service(task)
+                assert service is not None and service.pid is not None
+        except PostgresUnavailable as exc:
+            pytest.skip(exc.render())
+        assert service.pid is None                                  # stopped with the runner
+        assert (out.aligned_at, len(out.tries)) == ((1, 1) if variant == "reference" else (None, 2))
+        context = MetricContext(records=lambda: iter([task]), workspace=ws, sandbox=SANDBOX,
+                                show_progress=False)
+        rows[variant] = selfalign(None, [{}], context, k=[1], mutants=1, sources=PG_SOURCES)
+    ref, broken = rows["reference"], rows["broken"]
+    assert ref["align@1"] == ref["hidden_pass@1"] == 1.0 and ref["test_validity"] == 1.0
+    assert ref["mutants"] + ref["equivalent_mutants"] == 1
+    assert broken["align_rate"] == broken["hidden_pass@1"] == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_method_whose_tests_agree_with_wrong_code_on_postgresql(tmp_path: Path) -> None:
+    """A recorded model writes ``Table.count`` as ``return 0`` and a test that builds a table
+    on the sample's own PostgreSQL database (``dataset.connect()`` reads ``DATABASE_URL``; the
+    test asserts the dialect) and counts it: aligned at try 1, and the repository's tests fail
+    it -- false alignment on a method of a service task; the test is valid on the original."""
+    from core.scenarios.repo.postgres import PostgresUnavailable
+
+    task = _postgres_task(COUNT)
+    wrong = "def count(self, *_clauses, **kwargs) -> int:\n    return 0\n"
+    unit = ('import dataset\ndb = dataset.connect()\n'
+            'assert db.engine.dialect.name == "postgresql" and db.create_table("t").count() == 0')
+    store = TryStore(tmp_path / TRIES_FILE)
+    try:
+        with repo.RepoUnitRunner(repo.resolve_sources(None, sources_dir=DATA),
+                                 tmp_path / repo.REPO_UNITS_FILE) as runner:
+            out = run_task(task, _replay(tmp_path, {COUNT: [{"code": wrong, "tests": [unit]}]}), runner,
+                           store, LoopSettings(max_tries=2, tests_per_task=1, test_style="free"))
+    except PostgresUnavailable as exc:
+        pytest.skip(exc.render())
+    assert out.aligned_at == 1, out.final.units
+    context = MetricContext(records=lambda: iter([task]), workspace=tmp_path, sandbox=SANDBOX,
+                            show_progress=False)
+    row = selfalign(None, [{}], context, k=[1], mutants=0, sources=PG_SOURCES)
+    assert row["align@1"] == 1.0 and row["hidden_pass@1"] == 0.0 and row["false_alignment"] == 1.0
+    assert row["test_validity"] == 1.0          # the test passes on the original method too

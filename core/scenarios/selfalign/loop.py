@@ -224,9 +224,10 @@ Runner = UnitRunner | repo.RepoUnitRunner
 
 def shown(record: Mapping[str, Any]) -> tuple[str, str]:
     """``(prompt the model sees, entry point)`` of a record: a codegen record's ``prompt`` and
-    ``entry_point``; a repo record's prompt (:func:`.repo.loop_prompt`) and function name."""
+    ``entry_point``; a repo record's prompt (:func:`.repo.loop_prompt`) and function name
+    (``Class.name`` for a method: :func:`.repo.entry_label`)."""
     if repo.is_repo_record(record):
-        return repo.loop_prompt(record), str(record["name"])
+        return repo.loop_prompt(record), repo.entry_label(record)
     return str(record["prompt"]), str(record["entry_point"])
 
 

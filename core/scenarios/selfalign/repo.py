@@ -27,11 +27,21 @@ as a HumanEval record; what differs is where code and tests run:
   control's try may name: :func:`check_units`; to a model's try such a unit is not Python, so
   invalid); ``broken`` replies with a body that raises and the same tests.
 
+* **Methods** (``class_name`` set): the units module imports the class (:func:`target_import`)
+  and a unit is valid when it calls the method as an attribute (``Table(db, "t").insert(...)``;
+  for a dunder method, when it calls the class), besides the calls by name a function's units
+  make (:func:`.units.calls_entry_point`). The model is asked for ``<Class>.<method>``
+  (:func:`entry_label`).
+* **Services** (``services: [postgres]``): every run of the task's tests -- units, hidden tests,
+  mutants -- gets a database of its own on a private PostgreSQL server, exactly as the repo
+  kind's runs do (:class:`core.scenarios.repo.postgres.PostgresService`, one per runner,
+  started at the first such task and stopped with the runner; ``DATABASE_URL`` and ``PG*`` in
+  the sample's environment).
+
 Grading tier: ``in_process`` (the repository's code, the model's function and its tests share
-one interpreter in the sandbox, as for the repo kind). Tasks needing a service
-(``services: [postgres]``) and methods (``class_name`` set: the units call the function by
-name) are refused with a ConfigError; :func:`function_tasks` selects the usable tasks of a
-tasks file.
+one interpreter in the sandbox, as for the repo kind). A task naming a service the repo kind
+does not know is refused with a ConfigError; :func:`function_tasks` selects a tasks file's
+usable tasks (optionally without methods or services).
 """
 from __future__ import annotations
 
@@ -50,7 +60,8 @@ from core.common.jsonl import open_append
 from core.generation.reference import BROKEN_BODIES
 from core.scenarios.repo.env import RepoEnv, ensure_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
-from core.scenarios.repo.kind import answer_code
+from core.scenarios.repo.kind import SERVICES, answer_code
+from core.scenarios.repo.postgres import PostgresService
 from core.scenarios.repo.prompts import header_of, prompt_of, reference_code
 from core.scenarios.repo.scoring import (EXECUTIONS_FILE, GRADING_VERSION, _key, _load_done,
                                          source_root)
@@ -79,20 +90,28 @@ def is_repo_record(record: Mapping[str, Any]) -> bool:
 
 
 def check_task(record: Mapping[str, Any]) -> None:
-    """Raise :class:`ConfigError` for a repo record the loop cannot run (module docstring)."""
-    if record.get("class_name"):
-        raise ConfigError(f"{record['task_id']}: a method ({record['qualname']}); the self-align "
-                          "loop takes module-level functions, which its tests call by name",
-                          hint="select the tasks with core.scenarios.selfalign.repo.function_tasks")
-    if record.get("services"):
-        raise ConfigError(f"{record['task_id']}: needs services {record['services']}; the "
-                          "self-align loop runs repository tasks without services",
-                          hint="use the SQLite set (dataset-sqlite-tasks.jsonl)")
+    """Raise :class:`ConfigError` for a repo record the loop cannot run: one naming a service
+    the repo kind does not know."""
+    unknown = sorted(set(record.get("services") or []) - SERVICES)
+    if unknown:
+        raise ConfigError(f"{record['task_id']}: needs the unknown service {unknown[0]!r}",
+                          hint=f"known services: {', '.join(sorted(SERVICES))}")
 
 
-def function_tasks(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The records the loop can run: module-level functions without services."""
-    return [dict(r) for r in records if not r.get("class_name") and not r.get("services")]
+def function_tasks(records: Iterable[Mapping[str, Any]], methods: bool = True,
+                   services: bool = True) -> list[dict[str, Any]]:
+    """The records the loop can run (:func:`check_task`); ``methods=False`` keeps module-level
+    functions only, ``services=False`` only the tasks that need no service."""
+    return [dict(r) for r in records
+            if not set(r.get("services") or []) - SERVICES
+            and (methods or not r.get("class_name")) and (services or not r.get("services"))]
+
+
+def entry_label(record: Mapping[str, Any]) -> str:
+    """How the loop names the task's function to the model: ``name``, or ``Class.name`` for a
+    method."""
+    owner = record.get("class_name")
+    return f"{owner}.{record['name']}" if owner else str(record["name"])
 
 
 def loop_prompt(record: Mapping[str, Any]) -> str:
@@ -116,9 +135,8 @@ def stub_code(record: Mapping[str, Any]) -> str:
     return answer_code("", record)
 
 
-def target_import(record: Mapping[str, Any]) -> str:
-    """``from <module> import <name>`` for the task's function, the module named from its file
-    and the environment's import roots (``src/pkg/m.py`` with root ``src`` -> ``pkg.m``)."""
+def _module_parts(record: Mapping[str, Any]) -> list[str]:
+    """The dotted module of the task's file, as parts (import roots stripped)."""
     parts = list(Path(str(record["file"])).with_suffix("").parts)
     for root in record.get("env", {}).get("import_roots", ["."]):
         prefix = [p for p in Path(root).parts if p != "."]
@@ -127,28 +145,43 @@ def target_import(record: Mapping[str, Any]) -> str:
             break
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
-    return f"from {'.'.join(parts)} import {record['name']}"
+    return parts
+
+
+def target_import(record: Mapping[str, Any]) -> str:
+    """``from <module> import <name>`` for the task's function (for a method: its outermost
+    class), the module named from its file and the environment's import roots
+    (``src/pkg/m.py`` with root ``src`` -> ``pkg.m``)."""
+    parts = _module_parts(record)
+    owner = record.get("class_name")
+    return f"from {'.'.join(parts)} import {str(owner).split('.')[0] if owner else record['name']}"
 
 
 def check_units(tests: Sequence[str], record: Mapping[str, Any],
                 control: bool = False) -> list[UnitCheck]:
-    """Each test as a unit (:func:`.units.check_unit` against the loop prompt); a control's
-    ``repo-test:<node id>`` naming one of the task's hidden tests is valid as it is."""
+    """Each test as a unit (:func:`.units.check_unit` against the loop prompt, the repository's
+    own package importable besides); a control's ``repo-test:<node id>`` naming one of the
+    task's hidden tests is valid as it is."""
     hidden = set(hidden_tests(record))
+    package = frozenset(_module_parts(record)[:1])  # the repository's own package: importable
     out = []
     for unit in tests:
         if control and unit.startswith(HIDDEN_PREFIX) and unit[len(HIDDEN_PREFIX):] in hidden:
             out.append(UnitCheck(VALID, unit))
         else:
-            out.append(check_unit(unit, str(record["name"]), loop_prompt(record)))
+            out.append(check_unit(unit, str(record["name"]), loop_prompt(record),
+                                  owner=str(record["class_name"]) if record.get("class_name") else None,
+                                  modules=package))
     return out
 
 
 def units_module(checks: Sequence[tuple[int, UnitCheck]], record: Mapping[str, Any]
                  ) -> tuple[str, dict[int, str]]:
     """The pytest module of the valid model-written units (index, check) and the node id of
-    each: ``test_unit_<index>`` calls the unit's ``check`` on the imported function."""
+    each: ``test_unit_<index>`` calls the unit's ``check`` on the imported function (a method:
+    ``Class.name``, the function as the class holds it)."""
     name = str(record["name"])
+    target = f"{record['class_name']}.{name}" if record.get("class_name") else name
     lines = [target_import(record), ""]
     ids: dict[int, str] = {}
     for index, check in checks:
@@ -157,7 +190,7 @@ def units_module(checks: Sequence[tuple[int, UnitCheck]], record: Mapping[str, A
         assert isinstance(func, ast.FunctionDef)  # judge_test's shape: one def check(candidate)
         func.name = f"_check_{index}"
         lines += ["", ast.unparse(tree), "", "",
-                  f"def test_unit_{index}():", f"    _check_{index}({name})", ""]
+                  f"def test_unit_{index}():", f"    _check_{index}({target})", ""]
         ids[index] = f"{UNITS_FILE}::test_unit_{index}"
     return "\n".join(lines) + "\n", ids
 
@@ -191,6 +224,7 @@ class RepoUnitRunner:
         self._roots: dict[str, Path] = {}
         self._envs: dict[str, RepoEnv] = {}
         self._cache: dict[str, list[dict[str, Any]]] = {}
+        self._postgres: PostgresService | None = None
         if cache_path is not None and cache_path.exists():
             for line in cache_path.read_text(encoding="utf-8").splitlines():
                 try:
@@ -219,9 +253,21 @@ class RepoUnitRunner:
                                          project=env.get("project"))
         return self._envs[key]
 
+    def service(self, record: Mapping[str, Any]) -> PostgresService | None:
+        """The PostgreSQL service when the record needs one (started at the first such record,
+        stopped by :meth:`close`), else None."""
+        if "postgres" not in (record.get("services") or []):
+            return None
+        if self._postgres is None:
+            service = PostgresService()
+            service.start()
+            self._postgres = service
+        return self._postgres
+
     def _key(self, record: Mapping[str, Any], code: str, tests: list[str]) -> str:
         doc = [record["task_id"], record["repo"]["content_hash"], code, tests, self.timeout,
-               record["tests"].get("deselect", []), GRADING_VERSION]
+               record["tests"].get("deselect", []), GRADING_VERSION,
+               *([sorted(record["services"])] if record.get("services") else [])]
         return hashlib.sha256(json.dumps(doc).encode("utf-8")).hexdigest()
 
     def run(self, code: str, checks: Sequence[UnitCheck],
@@ -268,7 +314,7 @@ class RepoUnitRunner:
         res = _retrying(lambda: next(iter(run_samples(
             [sample], self.root(record), self.env(record), default_views_dir(),
             workers=self.workers, timeout=self.timeout, min_isolation=self.min_isolation,
-            preload=False))))  # one sample: preloading would not pay
+            preload=False, service=self.service(record)))))  # one sample: preloading would not pay
         self.runs += 1
         if res.outcome == "infra_error":
             raise SandboxInfraError(f"sandbox infra_error: {res.detail[:200]}")
@@ -289,7 +335,11 @@ class RepoUnitRunner:
             os.fsync(fh.fileno())
 
     def close(self) -> None:
-        """Nothing stays open between runs (each run starts and stops its executor)."""
+        """Stop the PostgreSQL service if one was started (each run starts and stops its own
+        executor)."""
+        if self._postgres is not None:
+            service, self._postgres = self._postgres, None
+            service.close()
 
     def __enter__(self) -> "RepoUnitRunner":
         return self
@@ -377,7 +427,8 @@ def grade_hidden(items: Sequence[tuple[Mapping[str, Any], str]], sources: Mappin
         key = _key(rec, 0, code)
         keys.append(key)
         if key not in done and all(key != k for group in pending.values() for k, _ in group):
-            group = pending.setdefault(str(record["repo"]["content_hash"]), [])
+            group = pending.setdefault(json.dumps([record["repo"]["content_hash"],
+                                                   sorted(record.get("services") or [])]), [])
             group.append((key, Sample(f"{record['task_id']}#{n}", rec, code)))
     with open_append(log_path) as log:
         for items_ in pending.values():
@@ -386,7 +437,7 @@ def grade_hidden(items: Sequence[tuple[Mapping[str, Any], str]], sources: Mappin
             results = _retrying(lambda: list(run_samples(
                 [s for _, s in items_], helper.root(first), helper.env(first),
                 default_views_dir(), workers=workers, timeout=timeout,
-                min_isolation=helper.min_isolation)))
+                min_isolation=helper.min_isolation, service=helper.service(first))))
             for res in results:
                 if res.outcome == "infra_error":
                     raise SandboxInfraError(f"sandbox infra_error: {res.detail[:200]}")
@@ -402,15 +453,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse  # noqa: PLC0415 - the command line only
 
     parser = argparse.ArgumentParser(description="Select the repo tasks the self-align loop "
-                                                 "can run (module-level functions, no services).")
+                                                 "can run (functions and methods, with or "
+                                                 "without the PostgreSQL service).")
     parser.add_argument("tasks", type=Path, nargs="+")
+    parser.add_argument("--functions-only", action="store_true", help="leave methods out")
+    parser.add_argument("--no-services", action="store_true",
+                        help="leave out the tasks that need a service (PostgreSQL)")
     parser.add_argument("-o", "--output", type=Path, required=True)
     parser.add_argument("--ids", nargs="*", help="only these task ids, in this order")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     records = [json.loads(line) for path in args.tasks
                for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    chosen = function_tasks(records)
+    chosen = function_tasks(records, methods=not args.functions_only, services=not args.no_services)
     if args.ids:
         by_id = {r["task_id"]: r for r in chosen}
         missing = [i for i in args.ids if i not in by_id]

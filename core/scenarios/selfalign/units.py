@@ -8,12 +8,14 @@ A unit is **invalid**, and counted so, never as a pass, when it
 * does not parse (``syntax_error``) or is empty (``empty``);
 * imports something outside the allow-list (``import:<module>``): the safe standard-library
   modules of :data:`core.scenarios.repo.written_tests.SAFE_STDLIB` and whatever the task
-  prompt itself imports (the judge of the sandbox has no site-packages);
+  prompt itself imports (the judge of the sandbox has no site-packages); for a repository
+  task also the repository's own package, which its tests run beside;
 * uses what the static filter of model-written repository tests refuses
   (``unsafe:<reason>``: ``exec``, ``open``, dunder attributes, ...; the same function,
   :func:`~core.scenarios.repo.written_tests.unsafe_reason`);
 * never calls the function under test (``no_call``): no call ``f(...)`` of the entry point by
-  name and no call that passes it as an argument (``check(f)``), anywhere in the unit;
+  name and no call that passes it as an argument (``check(f)``), anywhere in the unit; for a
+  method also ``obj.f(...)`` counts, and for a dunder method a call of its class;
 * checks nothing (``no_assert``): no ``assert`` statement anywhere in the unit.
 
 A valid unit becomes the ``test`` of one boundary-tier :class:`ExecRequest`
@@ -63,13 +65,22 @@ def prompt_imports(prompt: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def calls_entry_point(tree: ast.AST, entry_point: str) -> bool:
-    """True when some call in ``tree`` is ``entry_point(...)`` or passes ``entry_point``."""
+def calls_entry_point(tree: ast.AST, entry_point: str, owner: str | None = None) -> bool:
+    """True when some call in ``tree`` is ``entry_point(...)`` or passes ``entry_point``. For a
+    method (``owner``: the name of its class) also a call of the attribute
+    (``<anything>.entry_point(...)``), and for a dunder method (``__init__``, ``__len__``, ...,
+    which tests reach through the class and builtins, never by name) a call of the class."""
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         if isinstance(node.func, ast.Name) and node.func.id == entry_point:
             return True
+        if owner is not None:
+            if isinstance(node.func, ast.Attribute) and node.func.attr == entry_point:
+                return True
+            dunder = entry_point.startswith("__") and entry_point.endswith("__")
+            if dunder and isinstance(node.func, ast.Name) and node.func.id == owner.split(".")[0]:
+                return True
         values = [*node.args, *(k.value for k in node.keywords)]
         if any(isinstance(v, ast.Name) and v.id == entry_point for v in values):
             return True
@@ -107,8 +118,12 @@ def judge_test(tree: ast.Module, entry_point: str) -> str:
     return ast.unparse(module) + "\n"
 
 
-def check_unit(unit: str, entry_point: str, prompt: str = "") -> UnitCheck:
-    """Decide statically whether ``unit`` can be run (module docstring); never runs it."""
+def check_unit(unit: str, entry_point: str, prompt: str = "", owner: str | None = None,
+               modules: frozenset[str] = frozenset()) -> UnitCheck:
+    """Decide statically whether ``unit`` can be run (module docstring); never runs it.
+    ``owner``: the class when the entry point is a method (:func:`calls_entry_point`);
+    ``modules``: top-level modules a unit may import besides the allow-list (a repository
+    task's own package)."""
     if not unit.strip():
         return UnitCheck("empty")
     try:
@@ -116,13 +131,13 @@ def check_unit(unit: str, entry_point: str, prompt: str = "") -> UnitCheck:
         compile(tree, "<unit>", "exec", dont_inherit=True)  # compile only: 'return' outside def
     except (SyntaxError, ValueError, RecursionError):
         return UnitCheck("syntax_error")
-    allowed = SAFE_STDLIB | prompt_imports(prompt)
+    allowed = SAFE_STDLIB | prompt_imports(prompt) | modules
     reason = unsafe_reason(unit, allowed)
     if reason is not None:
         if reason.startswith("imports"):
             return UnitCheck("import:" + reason.split()[-1])
         return UnitCheck("unsafe:" + reason)
-    if not calls_entry_point(tree, entry_point):
+    if not calls_entry_point(tree, entry_point, owner):
         return UnitCheck("no_call")
     if not any(isinstance(node, ast.Assert) for node in ast.walk(tree)):
         return UnitCheck("no_assert")

@@ -58,10 +58,12 @@ def test_shipped_records(spec: tuple[str, Path, Path]) -> None:
 
 
 def gold_key(path: Path, source: Path, backend: str = "local") -> Verified:
-    """What the gold controls of one set depend on (on ``backend``)."""
+    """What the gold controls of one set depend on (on ``backend``): the set, its source, the
+    grading code and this file (the check itself)."""
     name = path.name.removesuffix("-tasks.jsonl")
     return Verified(f"gold-{name}" if backend == "local" else f"gold-{backend}-{name}",
-                    [path, source, REPO / "core/scenarios/repo", REPO / "core/testenvmanager/sandbox"],
+                    [path, source, REPO / "core/scenarios/repo", REPO / "core/testenvmanager/sandbox",
+                     Path(__file__)],
                     [f"grading={GRADING_VERSION}", *([f"backend={backend}"] if backend != "local" else [])])
 
 
