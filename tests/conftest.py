@@ -37,6 +37,11 @@ def _own_unit(nodeid: str) -> bool:
     return nodeid.startswith(OWN_UNITS)
 
 
+def work_unit(nodeid: str) -> str:
+    """The pytest-xdist work unit of a test: its node id for :data:`OWN_UNITS`, else its file."""
+    return nodeid if _own_unit(nodeid) else nodeid.split("::", 1)[0]
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN201 (xdist's types)
     """``--dist loadfile`` (pytest.ini) with :data:`OWN_UNITS` split off: see :class:`FileUnits`."""
     if config.getvalue("dist") != "loadfile":
@@ -51,7 +56,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN201 (xd
         worker ran them alone at the end)."""
 
         def _split_scope(self, nodeid: str) -> str:
-            return nodeid if _own_unit(nodeid) else nodeid.split("::", 1)[0]
+            return work_unit(nodeid)
 
     config.option.loadscopereorder = False
     return FileUnits(config, log)
