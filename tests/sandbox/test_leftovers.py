@@ -78,10 +78,13 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
     proc.wait(timeout=30)
 
 
-def _wait_gone(pid: int, timeout: float = 10.0) -> None:
+def _wait_gone(pid: int, timeout: float = 60.0) -> None:
+    """Wait until ``pid`` has exited (a server shutting down in order takes longer on a loaded
+    machine: 10 s was not enough beside another test worker); fail naming it if it does not."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}"):
         time.sleep(0.02)
+    assert not os.path.exists(f"/proc/{pid}"), f"process {pid} still runs after {timeout:.0f} s"
 
 
 def _orphan() -> dict:
@@ -146,8 +149,14 @@ def test_the_fork_server_holds_the_lease_until_it_exits() -> None:
         proc.kill()  # the caller only; the server sees EOF and shuts down in order
         proc.wait(timeout=30)
         _wait_gone(made["server"])
-        lease = acquire(2, made["uid_base"])
-        lease.release()
+        try:
+            lease = acquire(2, made["uid_base"])
+            lease.release()
+        except UidLeaseError as exc:
+            # the freed block may be leased at once by another session's executor (the
+            # allocator hands out the first free block): free of the killed one is what counts
+            holders = str(exc).split("owner pid:start ", 1)[1].split(";", 1)[0].split(", ")
+            assert not any(h.startswith(f"{proc.pid}:") for h in holders), exc
         assert not os.path.exists(made["scratch"])  # an orderly shutdown cleans up itself
     finally:
         if proc.poll() is None:
@@ -335,7 +344,14 @@ def test_clean_removes_only_dead_owners_containers() -> None:
         res = _cli("clean")
         assert res.returncode == 0, res.stdout + res.stderr
         dead, live = made
-        assert any(dead.short_id in line and line.startswith("removed") for line in res.stdout.splitlines())
+        if not any(dead.short_id in line and line.startswith("removed") for line in res.stdout.splitlines()):
+            # another test session's docker executor swept it first (an executor's start also
+            # removes dead owners' containers): then it must be gone all the same
+            import docker
+
+            with pytest.raises(docker.errors.NotFound):
+                dead.reload()
+            assert dead.short_id not in res.stdout
         assert any(live.short_id in line and line.startswith("kept") for line in res.stdout.splitlines())
         live.reload()
         assert live.status == "running"
