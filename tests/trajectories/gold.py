@@ -5,7 +5,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from core.scenarios.implement_change.answer import parse_change
+from core.scenarios.implement_change.scoring import parse_for_task
 from core.scenarios.repo.env import ensure_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
 from core.scenarios.repo.scoring import source_root
@@ -15,8 +15,8 @@ def gold_and_unchanged(tasks: list[dict[str, Any]], reference: Callable[[dict[st
                        sources: Path) -> dict[str, tuple[str, SampleResult, SampleResult]]:
     """``task id -> (form, result of the reference change, result of the tree left unchanged)``.
 
-    The reference reply is parsed as any model's reply (``parse_change``, as the kinds' ``grade``
-    does; a reply that does not parse fails the caller's assertion on ``form``/outcome: its
+    The reference reply is parsed as any model's reply (``parse_for_task``, as the kinds'
+    ``grade`` does; a reply that does not parse fails the caller's assertion on ``form``/outcome: its
     result is the parse failure, nothing run). The unchanged tree runs its tests for real (not
     short-cut as ``no_change``). Both samples of every task sharing a root run in one executor
     on two workers: a task root's fork server (with the repository's dependencies preloaded)
@@ -32,8 +32,7 @@ def gold_and_unchanged(tasks: list[dict[str, Any]], reference: Callable[[dict[st
         failed: dict[str, SampleResult] = {}
         forms: dict[str, str] = {}
         for task in group:
-            only = task["files"][0] if len(task["files"]) == 1 else None
-            parsed = parse_change(reference(task), root, list(task.get("test_files") or []), default_path=only)
+            parsed = parse_for_task(reference(task), task, root)
             forms[task["id"]] = parsed.form
             if parsed.failure:
                 failed[task["id"]] = SampleResult(f"{task['id']}#ref", task["id"], parsed.failure, {},

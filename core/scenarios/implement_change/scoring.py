@@ -43,21 +43,28 @@ from typing import Any, Iterator
 from core.common.errors import ConfigError
 from core.common.jsonl import open_append
 from core.common.progress import progress_bar
-from core.scenarios.implement_change.answer import FAILURE_KINDS, parse_change
+from core.scenarios.implement_change.answer import FAILURE_KINDS, ParsedChange, parse_change
 from core.scenarios.repo.env import ensure_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
 from core.scenarios.repo.metrics import OUTCOMES, summarise
-from core.scenarios.repo.scoring import source_root
+from core.scenarios.repo.scoring import load_executions, source_root
 from core.scenarios.trajectories.periods import commit_time, period_labels, period_of
 
-__all__ = ["implement_tests", "EXECUTIONS_FILE", "grade", "grade_iter", "grade_logged", "sample_key"]
+__all__ = ["implement_tests", "EXECUTIONS_FILE", "grade", "grade_iter", "grade_logged", "parse_for_task", "sample_key"]
 
 LOG = logging.getLogger(__name__)
 
 EXECUTIONS_FILE = "implement_executions.jsonl"
 #: bumped whenever how a sample is graded changes (a resumed run never reuses older verdicts)
 GRADING_VERSION = 2  # 2: a single unnamed block is the task's one file
-_FIELDS = tuple(SampleResult.__dataclass_fields__)
+
+
+def parse_for_task(reply: str, rec: Mapping[str, Any], root: Path) -> ParsedChange:
+    """``reply`` read as a change to the task's root (:func:`.answer.parse_change`): the task's
+    test files are off limits, and a task that changes one file takes a single unnamed code
+    block as that file."""
+    only = rec["files"][0] if len(rec["files"]) == 1 else None
+    return parse_change(reply, root, list(rec.get("test_files") or []), default_path=only)
 
 
 def grade_iter(samples: list[tuple[str, dict[str, Any], str]], sources_dir: Path, workers: int = 2,
@@ -76,8 +83,7 @@ def grade_iter(samples: list[tuple[str, dict[str, Any], str]], sources_dir: Path
         runnable: list[Sample] = []
         forms: dict[str, str] = {}
         for sample_id, rec, reply in items:
-            only = rec["files"][0] if len(rec["files"]) == 1 else None
-            parsed = parse_change(reply, root, list(rec.get("test_files") or []), default_path=only)
+            parsed = parse_for_task(reply, rec, root)
             if parsed.failure:
                 yield sample_id, SampleResult(sample_id, rec["id"], parsed.failure, {}, parsed.detail, 0.0), parsed.form
                 continue
@@ -109,17 +115,10 @@ def grade_logged(todo: list[tuple[str, dict[str, Any], str]], keys: Mapping[str,
     :func:`sample_key`; samples whose key ``log_path`` already holds are not run again (their
     logged result is returned), and every result is appended to the log as soon as it is known,
     so a killed run loses only the samples that were running. Lines of the log that do not
-    parse (a line cut by the kill) are ignored, and the next result starts a line of its own. ``log_path`` None: no log (a call outside a job)."""
-    done: dict[str, tuple[SampleResult, str]] = {}
-    text = log_path.read_text(encoding="utf-8") if log_path is not None and log_path.is_file() else ""
-    if text:
-        for line in text.splitlines():
-            try:
-                item = json.loads(line)
-                done[item["key"]] = (SampleResult(**{f: item[f] for f in _FIELDS if f in item}),
-                                     str(item.get("form", "")))
-            except (ValueError, KeyError, TypeError):
-                continue
+    parse (a line cut by the kill) are ignored, and the next result starts a line of its own
+    (:func:`core.common.jsonl.open_append`). ``log_path`` None: no log (a call outside a job)."""
+    logged = load_executions(log_path) if log_path is not None else {}
+    done = {key: (res, str(line.get("form", ""))) for key, (res, line) in logged.items()}
     out = {sid: done[keys[sid]] for sid, _rec, _reply in todo if keys[sid] in done}
     rest = [item for item in todo if item[0] not in out]
     with (open_append(log_path) if log_path is not None else open(os.devnull, "a")) as log, \

@@ -134,17 +134,24 @@ def _key(rec: Mapping[str, Any], index: int, code: str | None, backend: str = "l
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:24]
 
 
-def _load_done(path: Path) -> dict[str, SampleResult]:
-    done: dict[str, SampleResult] = {}
+def load_executions(path: Path) -> dict[str, tuple[SampleResult, dict[str, Any]]]:
+    """An executions log (one JSON line per graded sample: its ``key``, the
+    :class:`SampleResult` fields and any field a kind adds): ``key -> (result, the whole
+    line)``. A line that does not parse (cut by a kill) is skipped: that sample runs again."""
+    done: dict[str, tuple[SampleResult, dict[str, Any]]] = {}
     if not path.is_file():
         return done
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             rec = json.loads(line)
-            done[rec["key"]] = SampleResult(**{f: rec[f] for f in _FIELDS if f in rec})
+            done[rec["key"]] = (SampleResult(**{f: rec[f] for f in _FIELDS if f in rec}), rec)
         except (ValueError, KeyError, TypeError):
-            continue  # a line cut by a kill: that sample runs again
+            continue
     return done
+
+
+def _load_done(path: Path) -> dict[str, SampleResult]:
+    return {key: res for key, (res, _line) in load_executions(path).items()}
 
 
 def _samples(y_pred: Sequence[Any], context: Any,

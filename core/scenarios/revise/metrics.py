@@ -136,8 +136,9 @@ def revise_scores(y_true: Any, y_pred: Any, context: Any = None, periods: Sequen
                               hint="set sandbox.backend: local")
         base = Path(getattr(context, "config_dir", None) or ".")
         workspace = getattr(context, "workspace", None)
-        graded = grade_logged(todo, keys, Path(workspace, EXECUTIONS_FILE) if workspace is not None else None, (base / sources_dir).resolve(), settings,
-                              float(timeout), "revise tests", getattr(context, "show_progress", True))
+        log_path = Path(workspace, EXECUTIONS_FILE) if workspace is not None else None
+        graded = grade_logged(todo, keys, log_path, (base / sources_dir).resolve(), settings, float(timeout),
+                              "revise tests", getattr(context, "show_progress", True))
         for sid, (res, _form) in graded.items():
             rows[int(sid)].update(test_outcome=res.outcome, tests=res.tests, isolation=res.isolation)
     for row in rows:

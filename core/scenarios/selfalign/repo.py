@@ -89,10 +89,14 @@ def is_repo_record(record: Mapping[str, Any]) -> bool:
         and isinstance(record.get("tests"), Mapping)
 
 
+def _unknown_services(record: Mapping[str, Any]) -> list[str]:
+    return sorted(set(record.get("services") or []) - SERVICES)
+
+
 def check_task(record: Mapping[str, Any]) -> None:
     """Raise :class:`ConfigError` for a repo record the loop cannot run: one naming a service
     the repo kind does not know."""
-    unknown = sorted(set(record.get("services") or []) - SERVICES)
+    unknown = _unknown_services(record)
     if unknown:
         raise ConfigError(f"{record['task_id']}: needs the unknown service {unknown[0]!r}",
                           hint=f"known services: {', '.join(sorted(SERVICES))}")
@@ -103,7 +107,7 @@ def function_tasks(records: Iterable[Mapping[str, Any]], methods: bool = True,
     """The records the loop can run (:func:`check_task`); ``methods=False`` keeps module-level
     functions only, ``services=False`` only the tasks that need no service."""
     return [dict(r) for r in records
-            if not set(r.get("services") or []) - SERVICES
+            if not _unknown_services(r)
             and (methods or not r.get("class_name")) and (services or not r.get("services"))]
 
 
@@ -180,8 +184,7 @@ def units_module(checks: Sequence[tuple[int, UnitCheck]], record: Mapping[str, A
     """The pytest module of the valid model-written units (index, check) and the node id of
     each: ``test_unit_<index>`` calls the unit's ``check`` on the imported function (a method:
     ``Class.name``, the function as the class holds it)."""
-    name = str(record["name"])
-    target = f"{record['class_name']}.{name}" if record.get("class_name") else name
+    target = entry_label(record)
     lines = [target_import(record), ""]
     ids: dict[int, str] = {}
     for index, check in checks:
