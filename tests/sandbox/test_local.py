@@ -344,7 +344,7 @@ def test_oom_score_of_a_running_child(executor) -> None:
                 if entry.isdigit():
                     try:
                         with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                            if b"forkserver.py" not in fh.read():
+                            if b"sandbox/boot.py" not in fh.read():
                                 continue
                         up = parent(entry)  # a sample's parent is a spawner, the server's child
                         if up != executor._proc.pid and parent(str(up)) == executor._proc.pid:

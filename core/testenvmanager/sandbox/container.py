@@ -226,7 +226,7 @@ class _ContainerServer(LocalExecutor):
                 volumes[groups.parent] = {"bind": slotgroups.IN_CONTAINER, "mode": "rw"}
             try:
                 container = self._client.containers.run(
-                    self._image, ["python3", "-I", "-S", "-B", f"{_HARNESS_IN}/forkserver.py",
+                    self._image, ["python3", "-I", "-S", "-B", f"{_HARNESS_IN}/boot.py",
                                   json.dumps(cfg)],
                     detach=True, auto_remove=True, network_mode="none", read_only=True,
                     tmpfs={"/tmp": tmpfs, "/dev/shm": tmpfs}, cap_drop=["ALL"],

@@ -1,5 +1,6 @@
 """Warm fork server of the ``local`` backend, also run inside the ``docker`` backend's containers
-(stdlib + ctypes; run as ``python -I -S forkserver.py``).
+(stdlib + ctypes; started as ``python -I -S -B boot.py CONFIG``, which runs this file as
+``__main__`` from a compact heap; ``python -I -S -B forkserver.py CONFIG`` works too).
 
 The caller starts this script once per executor with a scrubbed environment and one end of a
 ``SOCK_SEQPACKET`` socket pair. At start-up the server enters private network, mount and IPC
@@ -93,8 +94,14 @@ REQUIRED_PRELOAD = ("_posixsubprocess", "signal", "json")
 READ_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc")
 
 
+#: code objects compiled outside this process by boot.py (name -> code), set in this module's
+#: namespace before it runs; empty when this file is run directly
+_PRECOMPILED: dict = globals().get("_PRECOMPILED") or {}
+
+
 def _load(name: str):
-    """Import a sibling module by path (the server runs with -I -S: no sys.path games)."""
+    """Import a sibling module by path (the server runs with -I -S: no sys.path games), from
+    the code boot.py compiled when there is one (see boot.py: no compiler garbage here)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(f"_sandbox_{name}", os.path.join(_HERE, f"{name}.py"))
@@ -107,7 +114,11 @@ def _load(name: str):
 
     module.__dict__["__builtins__"] = dict(builtins.__dict__)
     sys.modules[spec.name] = module  # dataclasses resolve their module through sys.modules
-    spec.loader.exec_module(module)
+    code = _PRECOMPILED.pop(name, None)
+    if code is not None:
+        exec(code, module.__dict__)
+    else:
+        spec.loader.exec_module(module)
     return module
 
 
@@ -293,14 +304,26 @@ def _leave_cgroups(made: dict, slots: list[str] = ()) -> None:  # type: ignore[a
 
 
 def _oom_kills(memory_cgroup: str) -> int:
+    """The memory group's OOM kill count (``memory.oom_control``), -1 when unreadable."""
     try:
-        with open(os.path.join(memory_cgroup, "memory.oom_control")) as fh:
-            for line in fh:
-                if line.startswith("oom_kill "):
-                    return int(line.split()[1])
+        fd = os.open(os.path.join(memory_cgroup, "memory.oom_control"), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
+    try:
+        return _oom_count(fd)
+    finally:
+        os.close(fd)
+
+
+def _oom_count(fd: int) -> int:
+    """The OOM kill count from an open ``memory.oom_control`` (re-read from offset 0, so one
+    descriptor serves every request), -1 when unreadable."""
+    try:
+        data = os.pread(fd, 4096, 0)
+        start = data.index(b"oom_kill ") + 9
+        return int(data[start:data.index(b"\n", start)])
     except (OSError, ValueError):
-        pass
-    return -1
+        return -1
 
 
 # ------------------------------------------------------------------------ container privileges
@@ -652,12 +675,19 @@ class Server:
         # per-slot memory groups: a child joins its slot's by writing "0" to this descriptor
         self.slot_groups: list[str] = list(facts.get("slot_memory") or [])
         self.slot_procs: list[int] = []
+        self.slot_oom: list[int] = []  # their memory.oom_control, read before and after each sample
         for path in self.slot_groups:
-            fd = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
-            self.slot_procs.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _SLOT_FD))
-            os.close(fd)
+            for name, flags, fds in (("cgroup.procs", os.O_WRONLY, self.slot_procs),
+                                     ("memory.oom_control", os.O_RDONLY, self.slot_oom)):
+                fd = os.open(os.path.join(path, name), flags | os.O_CLOEXEC)
+                fds.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _SLOT_FD))
+                os.close(fd)
         self.slot_limit: dict[int, int] = {}  # slot -> memory limit now set on its group
         self.in_spawner = False  # True in a spawner (and the children it forks)
+        # set in a spawner before each fork: the slot's prepared Landlock ruleset when the child
+        # may use it (see _spawner_ruleset), and the spawner's oom_score_adj descriptor
+        self.child_ruleset: int | None = None
+        self.oom_adj: tuple[int, bytes] | None = None
         self.record_buf = bytearray(_RECORD_HEAD)  # see _record
         self.pending: collections.deque[tuple[int, dict, dict[str, int]]] = collections.deque()
         self.active: dict[int, _Job] = {}  # seq -> job whose sample process runs
@@ -824,8 +854,9 @@ class Server:
 
     def _spawner_main(self, channel: _Channel) -> int:
         """A spawner's loop (in the forked spawner; root like the server, never runs sample
-        code). Messages from the server: ``("run", seq, role, slot, workdir, nonce, meta)`` with
-        the child's descriptors plus its setup descriptor last, and ``("kill", seq)``; to the
+        code). Messages from the server: ``("run", seq, role, slot, workdir, nonce, mount, meta)``
+        (``mount``: the slot mount's generation) with the child's descriptors plus its setup
+        descriptor last, and ``("kill", seq)``; to the
         server: ``("exit", seq, role, wait status, rusage tuple)`` once per child it reaped.
         Ends, killing its children, when the server hangs up."""
         self._forget_server()
@@ -845,6 +876,8 @@ class Server:
         self.in_spawner = True
         self._static_limits()  # once here instead of in every child
         self.boundary_limits = self.modules["codec"].Limits(**self.boundary_limits)  # built once
+        self._spawner_oom_adj()
+        rulesets: dict[int, tuple[int, int]] = {}  # slot -> (its mount's generation, ruleset fd)
         wake_r, wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
@@ -875,14 +908,20 @@ class Server:
                         if seq == msg[1]:
                             self._kill_group(pid)
                     continue
-                _op, seq, role, slot, workdir, nonce, meta = msg
+                _op, seq, role, slot, workdir, nonce, mount, meta = msg
                 job = _Job(seq, meta, {})
                 job.slot, job.workdir, job.nonce, job.setup_fd = slot, workdir, nonce, fds[-1]
+                self.child_ruleset = self._spawner_ruleset(slot, mount, meta, rulesets)
+                oom = self.oom_adj
+                if oom is not None:  # the child inherits the OOM killer's first pick
+                    os.pwrite(oom[0], b"1000", 0)
                 try:
                     pid = os.fork()
                 except OSError as exc:
                     os.pwrite(job.setup_fd, f"fork failed: {exc}".encode(), 0)
                     pid = -1
+                if oom is not None and pid:
+                    os.pwrite(oom[0], oom[1], 0)
                 if pid == 0:  # ------------------------------------------------------ child
                     code = 70
                     try:
@@ -900,6 +939,62 @@ class Server:
                 if owner is not None:
                     self._kill_group(pid)  # leftovers in its process group
                     channel.send(("exit", owner[0], owner[1], status, tuple(rusage)))
+
+    def _spawner_oom_adj(self) -> None:
+        """In a spawner: keep its ``oom_score_adj`` open, so each child inherits 1000 (written
+        just before the fork, the spawner's own value restored just after) instead of opening
+        a procfs file itself (one procfs open, write and close less per sample, and their
+        copy-on-write faults). For the length of a fork the spawner itself is as likely a pick
+        of the OOM killer as a sample; a dead spawner costs its slot's running request an
+        ``infra_error`` and is replaced. Left unset (children write it themselves) when
+        unavailable."""
+        try:
+            fd = os.open("/proc/self/oom_score_adj", os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            own = os.pread(fd, 16, 0).strip() or b"0"
+            os.pwrite(fd, own, 0)  # writable: a failure here leaves the children to do it
+        except OSError:
+            os.close(fd)
+            return
+        try:  # above the numbers a child arranges (0, 1, 2, ...), under its open-files limit
+            self.oom_adj = (fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _LOW_FD), own)
+        except OSError:
+            pass
+        os.close(fd)
+
+    def _spawner_ruleset(self, slot: int, mount: int, meta: dict,
+                         rulesets: dict[int, tuple[int, int]]) -> int | None:
+        """In a spawner: the Landlock ruleset a child of ``slot`` enforces as it is, or None
+        when the child must build its own (:meth:`LandlockPolicy.apply`).
+
+        Prepared once per slot mount and reused: the base read rules plus read-write access
+        beneath the slot's tmpfs root instead of beneath the request's working directory.
+        That is the same reach, because the root is the server's (mode 0711) and the sample
+        has a uid of its own, so the only place below the root it can create or change
+        anything is its working directory (a root-owned sticky directory), and the slot holds
+        one request at a time. Hence only when uids are dropped and slots are mounts, and not
+        for a request with ``read_paths`` (those get their own rules). A reset slot is a new
+        mount (its root a new inode, though a fresh tmpfs may reuse the old device and inode
+        numbers): the server sends the slot's mount generation, and a new one rebuilds."""
+        policy = self.walls.get("landlock")
+        if policy is None or not self.slots or not self.facts["drop_uid"] or meta.get("read_paths"):
+            return None
+        root = self.slots[slot].path
+        held = rulesets.get(slot)
+        if held is not None and held[0] == mount:
+            return held[1]
+        if held is not None:
+            os.close(held[1])
+            del rulesets[slot]
+        try:
+            fd = policy.ruleset([root], min_fd=_LOW_FD)  # _LOW_FD: see _spawner_oom_adj
+        except OSError as exc:
+            _log(f"no prepared Landlock ruleset for slot {slot}: {exc}")
+            return None
+        rulesets[slot] = (mount, fd)
+        return fd
 
     def _forget_server(self) -> None:
         """In a process forked from the server: let go of what only the server uses (the
@@ -992,7 +1087,8 @@ class Server:
         job.deadline = job.start + float(meta.get("timeout", 10.0))
         try:
             spawner = self._spawner_for(job.slot)
-            spawner.channel.send(("run", seq, role, job.slot, job.workdir, job.nonce, meta),
+            mount = self.slots[job.slot].generation if self.slots else 0
+            spawner.channel.send(("run", seq, role, job.slot, job.workdir, job.nonce, mount, meta),
                                  [*child_fds, job.setup_fd])
         except OSError as exc:
             self._abandon(job, pipes, f"could not start the sample process: {exc}")
@@ -1037,7 +1133,7 @@ class Server:
                     continue
                 _write(path, str(limit))
             self.slot_limit[job.slot] = limit
-        job.oom0 = _oom_kills(group)
+        job.oom0 = _oom_count(self.slot_oom[job.slot])
 
     def _abandon(self, job: _Job, pipes: list[int], detail: str) -> None:
         for fd in [*pipes, *job.fds.values()]:
@@ -1105,7 +1201,10 @@ class Server:
             environ["HOME"] = environ["TMPDIR"] = environ["PWD"] = workdir
             policy = self.walls.get("landlock")
             if policy is not None:
-                policy.apply(rw_dirs=[workdir] if role != "judge" else [], extra_read_dirs=reads)
+                if self.child_ruleset is not None and role != "judge" and not reads:
+                    policy.restrict(self.child_ruleset)  # the spawner's (see _spawner_ruleset)
+                else:
+                    policy.apply(rw_dirs=[workdir] if role != "judge" else [], extra_read_dirs=reads)
             allow = bool(meta.get("allow_subprocess")) and role != "judge"
             inet = meta.get("network") == "loopback" and role != "judge"
             program = self.walls.get("seccomp", {}).get((allow, inet))
@@ -1217,6 +1316,8 @@ class Server:
         if not self.in_spawner:
             self._static_limits()
         os.umask(0o077)  # after the request's files were written (they stay readable)
+        if self.in_spawner and self.oom_adj is not None:
+            return  # inherited from the spawner (_spawner_oom_adj)
         try:  # children are the OOM killer's first victims, before the server or the host's jobs
             fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
             try:
@@ -1376,7 +1477,7 @@ class Server:
             if sig == signal.SIGXCPU:
                 return "timeout", "CPU time limit exceeded"
             if sig == signal.SIGKILL and role != "judge" and job.oom0 >= 0 and \
-                    _oom_kills(self.slot_groups[job.slot]) > job.oom0:
+                    _oom_count(self.slot_oom[job.slot]) > job.oom0:
                 return "memory_exceeded", f"killed by the out-of-memory killer at the request's " \
                                           f"{job.meta.get('memory_mb', 1024)} MB (slot memory group)"
             if sig == signal.SIGKILL and self.memory_cgroup and _oom_kills(self.memory_cgroup) > self.oom_seen:

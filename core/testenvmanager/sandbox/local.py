@@ -53,7 +53,7 @@ from .types import (
 __all__ = ["LocalExecutor"]
 
 LOGGER = logging.getLogger(__name__)
-_SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "forkserver.py")
+_SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "boot.py")  # runs forkserver.py
 _FDS_SPACE = socket.CMSG_SPACE(8 * array.array("i").itemsize)
 
 

@@ -253,12 +253,16 @@ class SlotMount:
     def __init__(self, path: str, size_mb: int, inodes: int) -> None:
         self.path = path
         self.options = f"mode=0711,size={int(size_mb)}m,nr_inodes={int(inodes)}"
+        #: counts the mounts made at ``path``: rules bound to the root's inode (Landlock) are
+        #: stale when it changes (a fresh tmpfs may reuse the device number and inode number)
+        self.generation = 0
         os.makedirs(path, 0o711, exist_ok=True)
         mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, self.options)
 
     def reset(self) -> None:
         """Drop everything below the slot (lazy unmount) and mount a fresh tmpfs."""
         umount(self.path)
+        self.generation += 1
         mount("tmpfs", self.path, "tmpfs", _MS_NOSUID | _MS_NODEV, self.options)
 
 
