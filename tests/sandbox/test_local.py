@@ -453,3 +453,43 @@ def test_mechanisms_are_reported(executor) -> None:
         assert mech["readonly_root"] and mech["hidden_packages"] >= 1
     if executor.isolation is IsolationLevel.FULL:
         assert mech["uid_drop"] and mech["subreaper"]
+
+
+def test_server_modules_come_from_boot_compiled_code(executor) -> None:
+    """boot.py compiled every module the server loads in a throwaway child (no compiler garbage
+    in the image every sample's fork copies; docs/sandbox.md, "Speed")."""
+    assert executor.facts.get("compact_boot") is True, executor.facts
+
+
+WRITE_PROBE = """import os
+out = []
+for what, act in (("cwd", lambda: open("mine.txt", "w").write("x")),
+                  ("beside", lambda: open("../beside.txt", "w").write("x")),
+                  ("mkdir beside", lambda: os.mkdir("../dir")),
+                  ("list parent", lambda: os.listdir(".."))):
+    try:
+        act()
+        out.append(what + ": ok")
+    except OSError as exc:
+        out.append(what + ": " + type(exc).__name__)
+return "; ".join(out)"""
+
+
+def test_a_sample_writes_only_in_its_working_directory_across_slot_resets() -> None:
+    """The spawner's prepared Landlock ruleset grants the slot's tmpfs root; the root's owner
+    and mode keep the sample to its working directory. A request that leaves files behind
+    makes the server replace the slot's tmpfs (a new root inode): the next request must get a
+    ruleset for the new mount, so it can still write where it should, and still nowhere else."""
+    with LocalExecutor(workers=1, audit_hook=False) as ex:  # the kernel walls alone
+        if not (ex.facts.get("drop_uid") and ex.facts.get("mountns") and ex.facts.get("landlock_abi")):
+            pytest.skip("needs uid drop, slot mounts and Landlock")
+        expected = "cwd: ok; beside: PermissionError; mkdir beside: PermissionError; list parent: PermissionError"
+        program = "def probe():\n" + "".join(f"    {line}\n" for line in WRITE_PROBE.splitlines())
+        for _attempt in range(3):  # each one leaves mine.txt behind: the slot is reset after each
+            res = run_one(ex, program=program, entry_point="probe",
+                          test=f"def check(candidate):\n    assert candidate() == {expected!r}\n")
+            assert res.passed, (res.outcome, res.detail)
+        reads = run_one(ex, program="import os\ndef probe():\n    return sorted(os.listdir('.'))\n",
+                        test="def check(candidate):\n    assert candidate() == []\n",
+                        entry_point="probe")
+    assert reads.passed, (reads.outcome, reads.detail)  # a fresh slot: nothing left over

@@ -557,19 +557,29 @@ _LANDLOCK_CASES = sorted(_landlock_actions({"ro": Path("/"), "rw": Path("/"), "o
 
 
 @pytest.mark.usefixtures("need_landlock")
+@pytest.mark.parametrize("how", ["apply", "prepared"])
 @pytest.mark.parametrize("case", _LANDLOCK_CASES)
-def test_landlock_filesystem(case: str, layout: dict[str, Path]) -> None:
+def test_landlock_filesystem(case: str, how: str, layout: dict[str, Path]) -> None:
+    """Every action under the policy, built in the child (``apply``) or prepared in the parent
+    and only enforced in the child (``ruleset`` + ``restrict``, as the spawners do)."""
     tmp_name = f"/tmp/walls-test-{uuid.uuid4().hex}"
     action, expected = _landlock_actions(layout, tmp_name)[case]
     policy = walls.LandlockPolicy([str(layout["ro"])])
+    ruleset = policy.ruleset([str(layout["rw"])], min_fd=64) if how == "prepared" else -1
     try:
         def body() -> str:
             control = _outcome(lambda: action("ctl"))
-            policy.apply(rw_dirs=[str(layout["rw"])])
+            if how == "prepared":
+                policy.restrict(ruleset)
+            else:
+                policy.apply(rw_dirs=[str(layout["rw"])])
             return f"{control} -> {_outcome(lambda: action('walled'))}"
 
         status, report = run_child(body)
     finally:
+        if ruleset >= 0:
+            assert ruleset >= 64 and not os.get_inheritable(ruleset)
+            os.close(ruleset)
         policy.close()
         for leftover in (f"{tmp_name}-ctl", f"{tmp_name}-walled"):
             if os.path.lexists(leftover):

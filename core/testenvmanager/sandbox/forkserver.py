@@ -97,6 +97,7 @@ READ_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/e
 #: code objects compiled outside this process by boot.py (name -> code), set in this module's
 #: namespace before it runs; empty when this file is run directly
 _PRECOMPILED: dict = globals().get("_PRECOMPILED") or {}
+_BOOTED = bool(_PRECOMPILED)
 
 
 def _load(name: str):
@@ -1680,6 +1681,7 @@ def main() -> int:
     scratch = ""
     try:
         modules = {name: _load(name) for name in ("mounts", "walls", "codec", "runner", "boundary")}
+        facts["compact_boot"] = _BOOTED and not _PRECOMPILED  # every module from boot.py's code
         facts["interpreter_dirs"] = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)})
         if facts["mountns"]:
             scratch = "/tmp/ianvs-sandbox"
