@@ -589,14 +589,24 @@ class LandlockPolicy:
                 ``prctl(PR_SET_NO_NEW_PRIVS)``, ``landlock_restrict_self``). On failure the
                 process is left unrestricted by this call (restrict_self is the last step).
         """
+        if isinstance(rw_dirs, str) or isinstance(extra_read_dirs, str):
+            raise TypeError("rw_dirs and extra_read_dirs are sequences of paths, not a single string")
+        ruleset_fd = self._build(rw_dirs, extra_read_dirs)
+        try:
+            self.restrict(ruleset_fd)
+        finally:
+            os.close(ruleset_fd)
+
+    def _build(self, rw_dirs: Sequence[str], extra_read_dirs: Sequence[str]) -> int:
+        """A new ruleset descriptor with the parent's rules, *rw_dirs* (every handled right)
+        and *extra_read_dirs* (read rights; missing ones skipped). Nothing is left open when it
+        raises (see :meth:`apply` for the errors)."""
         plan = self._plan
         if plan is None:
             if self.abi <= 0:
                 raise OSError(errno.EOPNOTSUPP, "landlock_create_ruleset: Landlock is unavailable")
             raise OSError(errno.EBADF, "landlock: the policy was closed")
-        if isinstance(rw_dirs, str) or isinstance(extra_read_dirs, str):
-            raise TypeError("rw_dirs and extra_read_dirs are sequences of paths, not a single string")
-        (fn, nr_create, nr_add, nr_prctl, nr_restrict, attr_ptr, attr_size, rule_ptrs, handled,
+        (fn, nr_create, nr_add, _prctl, _restrict, attr_ptr, attr_size, rule_ptrs, handled,
          read_rights, scratch, scratch_ptr, pack_into, os_open, os_close) = plan
         ruleset_fd = fn(nr_create, attr_ptr, attr_size, 0)
         if ruleset_fd < 0:
@@ -606,7 +616,8 @@ class LandlockPolicy:
                 if fn(nr_add, ruleset_fd, _LANDLOCK_RULE_PATH_BENEATH, ptr, 0) < 0:
                     _raise_errno(f"landlock_add_rule(parent rule "
                                  f"{self._rule_paths[rule_ptrs.index(ptr)]!r})")
-            # the two loops below are deliberately inlined (no helper calls on the success path)
+            # the loops below are inlined (no helper calls on the success path: in a fresh child
+            # every object touched costs a copy-on-write fault)
             for path in rw_dirs:
                 try:
                     fd = os_open(path, _O_PATH_FLAGS)
@@ -631,12 +642,10 @@ class LandlockPolicy:
                         self._add_rule_failed(ruleset_fd, fd, path, read_rights, "extra_read_dirs")
                 finally:
                     os_close(fd)
-            if fn(nr_prctl, _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0:
-                _raise_errno("prctl(PR_SET_NO_NEW_PRIVS)")
-            if fn(nr_restrict, ruleset_fd, 0) < 0:
-                _raise_errno("landlock_restrict_self")
-        finally:
+        except BaseException:
             os.close(ruleset_fd)
+            raise
+        return ruleset_fd
 
     def ruleset(self, rw_dirs: Sequence[str], min_fd: int = 0) -> int:
         """A ruleset descriptor holding the parent's rules plus *rw_dirs* (every handled right),
@@ -653,39 +662,17 @@ class LandlockPolicy:
             OSError: as :meth:`apply` (unavailable, closed, or a step failed; nothing is left
                 open then).
         """
-        plan = self._plan
-        if plan is None:
-            raise OSError(errno.EOPNOTSUPP if self.abi <= 0 else errno.EBADF,
-                          "landlock: the policy is unavailable or closed")
-        fn, nr_create, nr_add, _prctl, _restrict, attr_ptr, attr_size, rule_ptrs, handled = plan[:9]
-        ruleset_fd = fn(nr_create, attr_ptr, attr_size, 0)
-        if ruleset_fd < 0:
-            _raise_errno("landlock_create_ruleset")
-        try:
-            for ptr in rule_ptrs:
-                if fn(nr_add, ruleset_fd, _LANDLOCK_RULE_PATH_BENEATH, ptr, 0) < 0:
-                    _raise_errno(f"landlock_add_rule(parent rule "
-                                 f"{self._rule_paths[rule_ptrs.index(ptr)]!r})")
-            for path in rw_dirs:
-                try:
-                    fd = os.open(path, _O_PATH_FLAGS)
-                except OSError as exc:
-                    self._open_failed(exc, path, "rw_dirs")
-                try:
-                    _ATTR.pack_into(self._scratch, 0, handled, fd)
-                    if fn(nr_add, ruleset_fd, _LANDLOCK_RULE_PATH_BENEATH, self._scratch_ptr, 0) < 0:
-                        self._add_rule_failed(ruleset_fd, fd, path, handled, "rw_dirs")
-                finally:
-                    os.close(fd)
-            if ruleset_fd < min_fd:
-                import fcntl
+        if isinstance(rw_dirs, str):
+            raise TypeError("rw_dirs is a sequence of paths, not a single string")
+        ruleset_fd = self._build(rw_dirs, ())
+        if ruleset_fd < min_fd:
+            import fcntl
 
+            try:
                 high = fcntl.fcntl(ruleset_fd, fcntl.F_DUPFD_CLOEXEC, min_fd)
+            finally:
                 os.close(ruleset_fd)
-                ruleset_fd = high
-        except BaseException:
-            os.close(ruleset_fd)
-            raise
+            ruleset_fd = high
         return ruleset_fd
 
     def restrict(self, ruleset_fd: int) -> None:
