@@ -79,7 +79,7 @@ def main() -> None:
             server = compile(fh.read(), path, "exec", dont_inherit=True)
     module = type(sys)("__main__")
     module.__file__ = path
-    module._PRECOMPILED = codes  # forkserver._load takes its modules from here
+    module.__dict__["_PRECOMPILED"] = codes  # forkserver._load takes its modules from here
     sys.modules["__main__"] = module
     exec(server, module.__dict__)  # runs forkserver.main() and exits
 
