@@ -19,7 +19,8 @@ import marshal
 import os
 import sys
 
-#: what the server loads: itself and the modules it loads by path (forkserver._load)
+#: what the server loads: itself and the modules it loads by path (forkserver.SANDBOX_MODULES;
+#: the server's ``compact_boot`` fact is False when the two lists drift apart)
 MODULES = ("forkserver", "mounts", "walls", "codec", "runner", "boundary")
 
 

@@ -98,6 +98,10 @@ READ_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/e
 #: namespace before it runs; empty when this file is run directly
 _PRECOMPILED: dict = globals().get("_PRECOMPILED") or {}
 _BOOTED = bool(_PRECOMPILED)
+#: the sibling modules the server loads by path (boot.py's MODULES must list them too: a module
+#: it did not compile is compiled here, and ``compact_boot`` then reports False)
+SANDBOX_MODULES = ("mounts", "walls", "codec", "runner", "boundary")
+_COMPILED_HERE: list[str] = []  # modules _load had to compile in this process
 
 
 def _load(name: str):
@@ -119,6 +123,7 @@ def _load(name: str):
     if code is not None:
         exec(code, module.__dict__)
     else:
+        _COMPILED_HERE.append(name)
         spec.loader.exec_module(module)
     return module
 
@@ -688,6 +693,7 @@ class Server:
         # set in a spawner before each fork: the slot's prepared Landlock ruleset when the child
         # may use it (see _spawner_ruleset), and the spawner's oom_score_adj descriptor
         self.child_ruleset: int | None = None
+        self.slot_ruleset: tuple[int, int] | None = None  # a spawner's: (mount generation, fd)
         self.oom_adj: tuple[int, bytes] | None = None
         self.record_buf = bytearray(_RECORD_HEAD)  # see _record
         self.pending: collections.deque[tuple[int, dict, dict[str, int]]] = collections.deque()
@@ -878,7 +884,6 @@ class Server:
         self._static_limits()  # once here instead of in every child
         self.boundary_limits = self.modules["codec"].Limits(**self.boundary_limits)  # built once
         self._spawner_oom_adj()
-        rulesets: dict[int, tuple[int, int]] = {}  # slot -> (its mount's generation, ruleset fd)
         wake_r, wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
@@ -912,7 +917,7 @@ class Server:
                 _op, seq, role, slot, workdir, nonce, mount, meta = msg
                 job = _Job(seq, meta, {})
                 job.slot, job.workdir, job.nonce, job.setup_fd = slot, workdir, nonce, fds[-1]
-                self.child_ruleset = self._spawner_ruleset(slot, mount, meta, rulesets)
+                self.child_ruleset = self._spawner_ruleset(slot, mount, meta)
                 oom = self.oom_adj
                 if oom is not None:  # the child inherits the OOM killer's first pick
                     os.pwrite(oom[0], b"1000", 0)
@@ -965,8 +970,7 @@ class Server:
             pass
         os.close(fd)
 
-    def _spawner_ruleset(self, slot: int, mount: int, meta: dict,
-                         rulesets: dict[int, tuple[int, int]]) -> int | None:
+    def _spawner_ruleset(self, slot: int, mount: int, meta: dict) -> int | None:
         """In a spawner: the Landlock ruleset a child of ``slot`` enforces as it is, or None
         when the child must build its own (:meth:`LandlockPolicy.apply`).
 
@@ -983,18 +987,18 @@ class Server:
         if policy is None or not self.slots or not self.facts["drop_uid"] or meta.get("read_paths"):
             return None
         root = self.slots[slot].path
-        held = rulesets.get(slot)
+        held = self.slot_ruleset  # a spawner serves one slot
         if held is not None and held[0] == mount:
             return held[1]
         if held is not None:
             os.close(held[1])
-            del rulesets[slot]
+            self.slot_ruleset = None
         try:
             fd = policy.ruleset([root], min_fd=_LOW_FD)  # _LOW_FD: see _spawner_oom_adj
         except OSError as exc:
             _log(f"no prepared Landlock ruleset for slot {slot}: {exc}")
             return None
-        rulesets[slot] = (mount, fd)
+        self.slot_ruleset = (mount, fd)
         return fd
 
     def _forget_server(self) -> None:
@@ -1680,8 +1684,9 @@ def main() -> int:
     slots: list = []
     scratch = ""
     try:
-        modules = {name: _load(name) for name in ("mounts", "walls", "codec", "runner", "boundary")}
-        facts["compact_boot"] = _BOOTED and not _PRECOMPILED  # every module from boot.py's code
+        modules = {name: _load(name) for name in SANDBOX_MODULES}
+        # every module from boot.py's code, and nothing boot.py compiled left unused
+        facts["compact_boot"] = _BOOTED and not _PRECOMPILED and not _COMPILED_HERE
         facts["interpreter_dirs"] = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)})
         if facts["mountns"]:
             scratch = "/tmp/ianvs-sandbox"

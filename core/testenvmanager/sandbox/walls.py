@@ -597,17 +597,21 @@ class LandlockPolicy:
         finally:
             os.close(ruleset_fd)
 
-    def _build(self, rw_dirs: Sequence[str], extra_read_dirs: Sequence[str]) -> int:
-        """A new ruleset descriptor with the parent's rules, *rw_dirs* (every handled right)
-        and *extra_read_dirs* (read rights; missing ones skipped). Nothing is left open when it
-        raises (see :meth:`apply` for the errors)."""
+    def _live_plan(self) -> tuple:
+        """The prepared plan; ``OSError`` when Landlock is unavailable or the policy was closed."""
         plan = self._plan
         if plan is None:
             if self.abi <= 0:
                 raise OSError(errno.EOPNOTSUPP, "landlock_create_ruleset: Landlock is unavailable")
             raise OSError(errno.EBADF, "landlock: the policy was closed")
+        return plan
+
+    def _build(self, rw_dirs: Sequence[str], extra_read_dirs: Sequence[str]) -> int:
+        """A new ruleset descriptor with the parent's rules, *rw_dirs* (every handled right)
+        and *extra_read_dirs* (read rights; missing ones skipped). Nothing is left open when it
+        raises (see :meth:`apply` for the errors)."""
         (fn, nr_create, nr_add, _prctl, _restrict, attr_ptr, attr_size, rule_ptrs, handled,
-         read_rights, scratch, scratch_ptr, pack_into, os_open, os_close) = plan
+         read_rights, scratch, scratch_ptr, pack_into, os_open, os_close) = self._live_plan()
         ruleset_fd = fn(nr_create, attr_ptr, attr_size, 0)
         if ruleset_fd < 0:
             _raise_errno("landlock_create_ruleset")
@@ -684,10 +688,7 @@ class LandlockPolicy:
             OSError: the policy is unavailable or closed, or a step failed (naming it); the
                 process is then left unrestricted by this call.
         """
-        plan = self._plan
-        if plan is None:
-            raise OSError(errno.EOPNOTSUPP if self.abi <= 0 else errno.EBADF,
-                          "landlock: the policy is unavailable or closed")
+        plan = self._live_plan()
         fn = plan[0]
         if fn(plan[3], _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0:
             _raise_errno("prctl(PR_SET_NO_NEW_PRIVS)")
