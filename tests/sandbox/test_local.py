@@ -461,6 +461,37 @@ def test_server_modules_come_from_boot_compiled_code(executor) -> None:
     assert executor.facts.get("compact_boot") is True, executor.facts
 
 
+AFFINITY_PROGRAM = "import os\ndef cpus():\n    return sorted(os.sched_getaffinity(0))\n"
+#: the judge's side: the sample and the judge run on the same single CPU
+SAME_CPU_TEST = ("import os\ndef check(candidate):\n"
+                 "    assert candidate() == sorted(os.sched_getaffinity(0)) and len(candidate()) == 1\n")
+UNPINNED_TEST = ("import os\ndef check(candidate):\n"
+                 "    assert candidate() == sorted(os.sched_getaffinity(0)) and len(candidate()) > 1\n")
+
+
+def test_each_slot_runs_on_its_own_cpu_when_the_slots_cover_the_cpus() -> None:
+    """With as many slots as usable CPUs, each slot's judge and samples (both tiers) share one
+    CPU, a different one per slot (docs/sandbox.md, "Slots pinned to CPUs"). Fewer slots than
+    CPUs, or ``pin_slots=False``, pin nothing: the samples may run on every CPU."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("one usable CPU: nothing to pin")
+    with LocalExecutor(workers=len(cpus)) as ex:
+        assert ex.facts["slot_cpus"] == cpus
+        reqs = [ExecRequest(id=f"{tier}{i}", program=AFFINITY_PROGRAM, test=SAME_CPU_TEST,
+                            entry_point="cpus", grading=tier)
+                for i in range(4 * len(cpus)) for tier in ("boundary", "in_process")]
+        results = list(ex.run(reqs))
+        assert all(r.passed for r in results), [(r.id, r.detail) for r in results if not r.passed]
+    for options in ({"workers": len(cpus) - 1}, {"workers": len(cpus), "pin_slots": False}):
+        if not options["workers"]:
+            continue
+        with LocalExecutor(**options) as ex:
+            assert ex.facts["slot_cpus"] == []
+            res = run_one(ex, program=AFFINITY_PROGRAM, test=UNPINNED_TEST, entry_point="cpus")
+            assert res.passed, (options, res.detail)
+
+
 WRITE_PROBE = """import os
 out = []
 for what, act in (("cwd", lambda: open("mine.txt", "w").write("x")),

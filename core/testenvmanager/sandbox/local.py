@@ -150,6 +150,12 @@ class LocalExecutor(Executor):
         (default ``/dev/shm`` when writable, otherwise ``/tmp``).
     python:
         interpreter for the fork server (default: the current one).
+    pin_slots:
+        pin each slot's spawner and judge, and so its samples, to one CPU (slot ``i`` to the
+        ``i``-th usable CPU, round robin), so a judge and its candidate answer each other on one
+        CPU instead of waking another (default). Done only when ``workers`` is a multiple of the
+        usable CPUs, so every CPU carries as many slots as any other; the slots' CPUs are in
+        ``facts["slot_cpus"]`` (empty: not pinned).
     sweep_leftovers:
         at start, remove what dead executors of this machine left (their cgroups, after
         killing what still runs in them, and host scratch folders; :mod:`.leftovers`). Only
@@ -206,6 +212,7 @@ class LocalExecutor(Executor):
         cgroups: bool = True,
         cgroup_memory_mb: int | None = None,
         sweep_leftovers: bool = True,
+        pin_slots: bool = True,
     ) -> None:
         if workers is None:
             try:
@@ -250,6 +257,7 @@ class LocalExecutor(Executor):
             "preload": list(preload) if preload is not None else None,
             "sys_path": [os.path.abspath(p) for p in sys_path or []],
             "cgroups": bool(cgroups), "cgroup_memory_mb": cgroup_memory_mb,
+            "pin_slots": bool(pin_slots),
             "limits": {"processes": processes, "open_files": open_files, "file_size_mb": file_size_mb},
         }
         try:
