@@ -1389,6 +1389,8 @@ class Server:
         swept = self.facts["drop_uid"]
         if swept:
             for job in jobs:  # every process of the slot's sample uid, wherever it went
+                if self._slot_empty(job.slot):
+                    continue  # nothing of it is left to sweep
                 try:
                     sweep_uid(self.uid_base + job.slot)
                 except (OSError, ValueError, OverflowError) as exc:  # e.g. a uid the kernel
@@ -1403,6 +1405,30 @@ class Server:
         self._launch()  # keep the cores busy; book-keeping of finished jobs comes after
         for job in jobs:
             self._grade(job)
+
+    def _slot_empty(self, slot: int) -> bool:
+        """True when no process is left in the slot's memory group, read from its
+        ``cgroup.procs`` (an open, a read and a close instead of the uid sweep's six system
+        calls and its walk over every process of the machine). Every process a sample makes is
+        born in the group its parent is in, and a sample (its own uid, no capabilities) cannot
+        move one out of it: the group's and every other group's ``cgroup.procs`` are root's.
+        So once the spawner has reaped the sample, an empty group means that nothing of it runs
+        anywhere, and it stays empty until the slot's next sample joins. False (sweep) when
+        the slot has no group or the read fails.
+
+        Opened afresh each time: cgroup v1 keeps the process list an open file read first,
+        and a later read of the same open file within a second or so may get that list again
+        (a reproduced stale "empty" while an escaped grandchild ran)."""
+        if slot >= len(self.slot_groups):
+            return False
+        try:
+            fd = os.open(os.path.join(self.slot_groups[slot], "cgroup.procs"), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                return not os.read(fd, 16).strip()
+            finally:
+                os.close(fd)
+        except OSError:
+            return False
 
     def _launch(self) -> None:
         while self.pending and self.free_slots and not self.shutting_down:
