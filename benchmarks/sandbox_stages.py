@@ -55,8 +55,8 @@ PROBES: list[tuple[str, str, str]] = [
     ("forkserver.py", 'os.closerange(len(fds) - (0 if role == "judge" else 1), 1 << 30)',
      f'os.closerange(len(fds) - (0 if role == "judge" else 1), {TRACE_FD}); '
      f'os.closerange({TRACE_FD + 1}, 1 << 30)'),
-    ("forkserver.py", "        job = _Job(seq, meta, fds)\n        job.slot = self.free_slots.pop()",
-     "        _T(b'S0', seq)\n        job = _Job(seq, meta, fds)\n        job.slot = self.free_slots.pop()"),
+    ("forkserver.py", "        job = _Job(seq, meta, fds)\n        job.slot = self.free_slots.popleft()",
+     "        _T(b'S0', seq)\n        job = _Job(seq, meta, fds)\n        job.slot = self.free_slots.popleft()"),
     ("forkserver.py", "                                 [*child_fds, job.setup_fd])\n",
      "                                 [*child_fds, job.setup_fd])\n            _T(b'S1', seq)\n"),
     ("forkserver.py", '                judge.job = job\n                job.judge = "running"\n',

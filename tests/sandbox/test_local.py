@@ -483,6 +483,15 @@ def test_each_slot_runs_on_its_own_cpu_when_the_slots_cover_the_cpus() -> None:
                 for i in range(4 * len(cpus)) for tier in ("boundary", "in_process")]
         results = list(ex.run(reqs))
         assert all(r.passed for r in results), [(r.id, r.detail) for r in results if not r.passed]
+        # requests that come one at a time take turns over the slots, so over the CPUs, instead
+        # of all running on one CPU (several executors doing that would crowd onto it)
+        seen = set()
+        for i in range(2 * len(cpus)):
+            res = run_one(ex, id=f"one{i}", program=AFFINITY_PROGRAM + "print(cpus())\n",
+                          test=SAME_CPU_TEST, entry_point="cpus")
+            assert res.passed, res.detail
+            seen.add(res.stdout.strip())
+        assert seen == {str([cpu]) for cpu in cpus}, seen
     for options in ({"workers": len(cpus) - 1}, {"workers": len(cpus), "pin_slots": False}):
         if not options["workers"]:
             continue

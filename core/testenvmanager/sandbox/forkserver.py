@@ -675,7 +675,9 @@ class Server:
         self.boundary_limits = cfg.get("boundary_limits", {})
         self.judge_requests = max(1, int(cfg.get("judge_requests", 500)))
         self.slot_cpus: list[int] = list(facts.get("slot_cpus") or [])
-        self.free_slots = list(range(self.workers))
+        # first in, first out: requests that arrive one at a time take turns over the slots,
+        # and so over the slots' CPUs (_slot_cpus), instead of all landing on the last one
+        self.free_slots: collections.deque[int] = collections.deque(range(self.workers))
         # in a container: the container's own memory group counts the OOM kills of its limit
         self.memory_cgroup = facts.get("cgroups", {}).get("memory") or cfg.get("oom_cgroup")
         self.oom_seen = _oom_kills(self.memory_cgroup) if self.memory_cgroup else -1
@@ -1073,7 +1075,7 @@ class Server:
     # -- launching -------------------------------------------------------------------------
     def _start(self, seq: int, meta: dict, fds: dict[str, int]) -> None:
         job = _Job(seq, meta, fds)
-        job.slot = self.free_slots.pop()
+        job.slot = self.free_slots.popleft()
         job.nonce = os.urandom(16).hex()
         pipes: list[int] = []
         judge = None
