@@ -1413,7 +1413,8 @@ class Server:
         ``cgroup.procs`` (an open, a read and a close instead of the uid sweep's six system
         calls and its walk over every process of the machine). Every process a sample makes is
         born in the group its parent is in, and a sample (its own uid, no capabilities) cannot
-        move one out of it: the group's and every other group's ``cgroup.procs`` are root's.
+        move one out of it: no group's ``cgroup.procs`` is writable by a sample's uid (they
+        are root's; the ``docker`` backend's slot groups' are its container server's uid).
         So once the spawner has reaped the sample, an empty group means that nothing of it runs
         anywhere, and it stays empty until the slot's next sample joins. False (sweep) when
         the slot has no group or the read fails.
