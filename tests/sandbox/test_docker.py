@@ -49,7 +49,7 @@ def warm(client):
 def _ours(client) -> list:
     """Running or stopped containers labelled as owned by this test process."""
     owner = f"io.ianvs.owner={os.uname().nodename}:{os.getpid()}"
-    return client.containers.list(all=True, filters={"label": owner})
+    return client.containers.list(all=True, filters={"label": owner}, ignore_removed=True)
 
 
 def test_warm_containers_are_locked_down(client, warm) -> None:
@@ -366,12 +366,12 @@ def test_no_container_is_left_after_a_crash_or_ctrl_c(client, tmp_path, sig) -> 
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == b"running"
         owner = f"io.ianvs.owner={os.uname().nodename}:{proc.pid}"
-        assert client.containers.list(filters={"label": owner}), "its container is not running"
+        assert client.containers.list(filters={"label": owner}, ignore_removed=True), "its container is not running"
         time.sleep(0.5)
         proc.send_signal(sig)
         proc.wait(timeout=30)
         deadline = time.monotonic() + 20
-        while client.containers.list(all=True, filters={"label": owner}):
+        while client.containers.list(all=True, filters={"label": owner}, ignore_removed=True):
             assert time.monotonic() < deadline, "the container outlived ianvs"
             time.sleep(0.2)
         # its host-side control folder goes too: at once on Ctrl-C, at the next executor's
@@ -382,7 +382,7 @@ def test_no_container_is_left_after_a_crash_or_ctrl_c(client, tmp_path, sig) -> 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for c in client.containers.list(all=True, filters={"label": f"io.ianvs.owner={os.uname().nodename}:{proc.pid}"}):
+        for c in client.containers.list(all=True, filters={"label": f"io.ianvs.owner={os.uname().nodename}:{proc.pid}"}, ignore_removed=True):
             c.remove(force=True)
 
 
@@ -392,7 +392,7 @@ def test_sweep_removes_labelled_leftovers(client) -> None:
     try:
         counts = sweep(client, owner_alive=lambda labels: labels.get("io.ianvs.owner") != "gone-host:1")
         assert counts["containers"] >= 1
-        assert not client.containers.list(all=True, filters={"id": left.id})
+        assert not client.containers.list(all=True, filters={"id": left.id}, ignore_removed=True)
     finally:
         try:
             left.remove(force=True)
@@ -413,7 +413,7 @@ def test_sandbox_sweep_cli_removes_dead_runs_containers_and_never_a_live_ones(cl
             res = subprocess.run([sys.executable, "-m", "core.cmd.benchmarking", "sandbox", "sweep"],
                                  cwd=ROOT, capture_output=True, text=True, timeout=120)
             assert res.returncode == 0 and res.stdout.startswith("removed "), res.stderr
-            assert not client.containers.list(all=True, filters={"id": dead.id})
+            assert not client.containers.list(all=True, filters={"id": dead.id}, ignore_removed=True)
             assert _ours(client), "the live run's container was removed"
             assert run_one(live, program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add").passed
     finally:
@@ -454,7 +454,7 @@ def test_fresh_container_that_stops_answering_is_removed_at_the_timeout(client) 
         elapsed = time.monotonic() - started
     assert res.outcome is Outcome.TIMEOUT and "killed at the timeout" in res.detail, res
     assert 2.5 < elapsed < 15, elapsed
-    assert frozen and not client.containers.list(all=True, filters={"id": frozen[0]})
+    assert frozen and not client.containers.list(all=True, filters={"id": frozen[0]}, ignore_removed=True)
 
 
 def test_pool_of_several_warm_containers_and_replacement_of_a_dead_one(client) -> None:

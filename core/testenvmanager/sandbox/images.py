@@ -426,7 +426,7 @@ def sweep(client: Any, images: bool = False, owner_alive: Any = None,
     Returns counts by kind.
     """
     counts = {"containers": 0, "volumes": 0, "images": 0}
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
+    for container in client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
         if owner_alive is not None and owner_alive(container.labels or {}):
             continue
         try:

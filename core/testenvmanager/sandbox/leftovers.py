@@ -204,14 +204,14 @@ def docker_objects(docker_host: str | None = None, timeout: float = 5.0) -> list
         return []
     found = []
     try:
-        for container in client.containers.list(all=True, filters={"label": LABEL}):
+        for container in client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
             labels = container.labels or {}
             owner = str(labels.get(OWNER_LABEL, "")).rpartition(":")[2]
             found.append(Leftover("container", f"{container.short_id} ({container.name})",
                                   int(owner) if owner.isdigit() else None,
                                   _owner_alive(labels), detail=container.status, handle=container))
         for volume in client.volumes.list(filters={"label": LABEL}):
-            users = client.containers.list(all=True, filters={"volume": volume.name})
+            users = client.containers.list(all=True, filters={"volume": volume.name}, ignore_removed=True)
             found.append(Leftover("volume", volume.name, None, bool(users), handle=volume,
                                   detail=f"used by {len(users)} container(s)" if users else "unused"))
     except Exception as exc:  # noqa: BLE001 - engine went away while listing

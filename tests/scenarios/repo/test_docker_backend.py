@@ -122,7 +122,7 @@ def _mounts_of_live_containers(found: list[dict], stop: threading.Event) -> None
     client = connect(DEFAULT_DOCKER_HOST)
     try:
         while not stop.is_set() and not found:
-            for c in client.containers.list(filters={"label": f"{LABEL}=1"}):
+            for c in client.containers.list(filters={"label": f"{LABEL}=1"}, ignore_removed=True):
                 found += [m for m in c.attrs.get("Mounts", []) if m.get("Destination") == VIEWS_IN_CONTAINER]
             stop.wait(0.1)
     finally:

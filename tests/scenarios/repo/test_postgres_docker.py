@@ -315,12 +315,12 @@ def test_a_killed_run_leaves_no_container_server_or_folder(pg_image: ImageEnv, d
             assert proc.poll() is None and time.monotonic() < deadline, "the sample never connected"
             time.sleep(0.2)
             tree = _server_tree(run_dir)
-        assert client.containers.list(filters=owner), "its container is not running"
+        assert client.containers.list(filters=owner, ignore_removed=True), "its container is not running"
         proc.send_signal(sig)
         proc.wait(timeout=60)
         deadline = time.monotonic() + 20
-        while _alive(tree) or client.containers.list(all=True, filters=owner):
-            assert time.monotonic() < deadline, (_alive(tree), client.containers.list(all=True, filters=owner))
+        while _alive(tree) or client.containers.list(all=True, filters=owner, ignore_removed=True):
+            assert time.monotonic() < deadline, (_alive(tree), client.containers.list(all=True, filters=owner, ignore_removed=True))
             time.sleep(0.2)
         if sig == signal.SIGKILL:
             assert run_dir.exists()  # nothing ran in the killed process to remove it ...
@@ -332,6 +332,6 @@ def test_a_killed_run_leaves_no_container_server_or_folder(pg_image: ImageEnv, d
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for c in client.containers.list(all=True, filters=owner):
+        for c in client.containers.list(all=True, filters=owner, ignore_removed=True):
             c.remove(force=True)
         client.close()
