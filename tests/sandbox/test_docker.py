@@ -105,9 +105,17 @@ def test_server_judge_and_sample_run_as_distinct_uids_without_capabilities(warm)
     seen: dict[int, dict[str, str]] = {}
     spawners: dict[int, dict[str, str]] = {}
 
+    def role(status: dict[str, str]) -> str:
+        uid = int(status["Uid"].split()[0])
+        return ("cand" if base <= uid < base + workers else
+                "judge" if base + workers <= uid < base + 2 * workers else "?")
+
     def watch() -> None:
+        # A spawner's child is the server's uid for the moment between its fork and its uid
+        # drop; each pass overwrites what the last one saw, so the watch ends on a settled view
+        # (a sample that never drops stays "?" and fails below, as does its stdout check).
         deadline = time.monotonic() + 6
-        while time.monotonic() < deadline and len(seen) < 2:
+        while time.monotonic() < deadline and {role(st) for st in seen.values()} != {"cand", "judge"}:
             for child in _children(pid):  # judges and spawners; samples are a spawner's
                 try:
                     status = _status(child)
@@ -129,9 +137,7 @@ def test_server_judge_and_sample_run_as_distinct_uids_without_capabilities(warm)
     assert res.passed, res.detail
     status = _status(pid)
     uid_of = {child: int(st["Uid"].split()[0]) for child, st in seen.items()}
-    roles = {"cand" if base <= uid < base + workers else
-             "judge" if base + workers <= uid < base + 2 * workers else "?" for uid in uid_of.values()}
-    assert roles == {"cand", "judge"}, (base, seen)
+    assert {role(st) for st in seen.values()} == {"cand", "judge"}, (base, seen)
     server_uid = base + 2 * workers
     assert status["Uid"].split() == [str(server_uid)] * 4 and status["Gid"].split() == [str(server_uid)] * 4
     assert len({server_uid, *uid_of.values()}) == 3
