@@ -2,7 +2,9 @@
 
 Reads ``{"workers": n, "rounds": r, "programs": [[program, entry_point], ...], "tests_file": path}``
 as JSON on stdin; ``tests_file`` holds ``[[helpers, test], ...]`` in the same order. Prints one
-JSON line: ``{"seconds": [per round], "passed": [per round]}``.
+JSON line: ``{"seconds": [per round], "passed": [per round], "image": {"vmas": n, "anon_kb":
+n}}`` (``image``: the forker's mappings and anonymous memory after the last round, what each of
+its forks copies).
 
 This is the ``local`` executor's boundary tier with every wall, every safety check and the caller
 API taken out, keeping only what makes the score unforgeable by design:
@@ -113,6 +115,15 @@ def judge(codec, sock: socket.socket, tests_file: str) -> int:
         sock.send(b"1" if ok else b"0")
 
 
+def image(pid: int) -> dict:
+    """What every fork of process ``pid`` copies: its mappings and anonymous memory (kB)."""
+    with open(f"/proc/{pid}/maps") as fh:
+        vmas = sum(1 for _line in fh)
+    with open(f"/proc/{pid}/smaps_rollup") as fh:
+        anon = next(int(line.split()[1]) for line in fh if line.startswith("Anonymous:"))
+    return {"vmas": vmas, "anon_kb": anon}
+
+
 def main() -> None:
     codec = load_codec()
     for name in PRELOAD:
@@ -183,7 +194,7 @@ def main() -> None:
         sock.close()
     for pid in pids:
         os.waitpid(pid, 0)
-    print(json.dumps({"seconds": seconds, "passed": passed}))
+    print(json.dumps({"seconds": seconds, "passed": passed, "image": image(os.getpid())}))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ round, so judges hold compiled tests as in a long run):
 
 ``boundary_floor.py`` (the same architecture without walls, see
 ``executor_vs_human_eval.py``) runs the same rounds in a child process; its total CPU per sample
-comes from ``RUSAGE_CHILDREN``. Prints one line per process class and a final line::
+comes from ``RUSAGE_CHILDREN``. A ``spawner_image`` line gives what each fork copies (mappings
+and anonymous memory) of a spawner after the timed rounds and of the floor's forker after its
+last round. Prints one line per process class and a final line::
 
     total_ms=<ours> floor_total_ms=<floor> cpu_ratio=<ours/floor> sps=<ours> floor_sps=<floor>
 
@@ -35,6 +37,7 @@ from core.testenvmanager.sandbox import ExecRequest, Outcome, get_executor  # no
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _provenance import Provenance  # noqa: E402
+from boundary_floor import image  # noqa: E402
 from executor_vs_human_eval import boundary_floor, canonical_requests  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -87,6 +90,7 @@ def measure_ours(requests: list[ExecRequest], workers: int, rounds: int) -> dict
         wall = time.perf_counter() - start
         self1 = resource.getrusage(resource.RUSAGE_SELF)
         after = {p: _stat(p) for p in before if os.path.exists(f"/proc/{p}")}
+        images = [image(p) for p in spawners if p in after]
         isolation = str(executor.isolation)
     finally:
         executor.close()
@@ -109,26 +113,29 @@ def measure_ours(requests: list[ExecRequest], workers: int, rounds: int) -> dict
         "spawner_faults": sum(after[p][2] - before[p][2] for p in spawners) / n,
         "candidate_faults": sum(after[p][3] - before[p][3] for p in spawners) / n,
         "judge_faults": sum(after[p][2] - before[p][2] for p in judges) / n,
+        "spawner_image": images[0] if images else {},  # type: ignore[dict-item]
     }
 
 
 def measure_floor(requests: list[ExecRequest], workers: int,
-                  rounds: int) -> tuple[float, float, float]:
-    """(total CPU ms and minor faults per sample of the floor's timed rounds, its samples/s).
-    One warm round and the timed ones run in one process; the warm round's share (with the
-    process's start-up) is taken out with a one-round run measured the same way."""
+                  rounds: int) -> tuple[float, float, float, dict]:
+    """(total CPU ms and minor faults per sample of the floor's timed rounds, its samples/s,
+    its forker's image). One warm round and the timed ones run in one process; the warm
+    round's share (with the process's start-up) is taken out with a one-round run measured the
+    same way."""
 
-    def cost(n_rounds: int) -> tuple[float, int, list[float]]:
+    def cost(n_rounds: int) -> tuple[float, int, dict]:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        seconds = boundary_floor(requests, workers, n_rounds)["seconds"]
+        data = boundary_floor(requests, workers, n_rounds)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-        return cpu, after.ru_minflt - before.ru_minflt, seconds
+        return cpu, after.ru_minflt - before.ru_minflt, data
 
-    full_cpu, full_faults, seconds = cost(rounds + 1)
+    full_cpu, full_faults, data = cost(rounds + 1)
     one_cpu, one_faults, _ = cost(1)
     n = len(requests) * rounds
-    return (full_cpu - one_cpu) / n * 1e3, (full_faults - one_faults) / n, n / sum(seconds[1:])
+    return ((full_cpu - one_cpu) / n * 1e3, (full_faults - one_faults) / n,
+            n / sum(data["seconds"][1:]), data.get("image") or {})
 
 
 def main() -> int:
@@ -139,7 +146,7 @@ def main() -> int:
     provenance = Provenance()
     requests = _requests()
     ours = measure_ours(requests, args.workers, args.rounds)
-    floor_ms, floor_faults, floor_sps = measure_floor(requests, args.workers, args.rounds)
+    floor_ms, floor_faults, floor_sps, floor_image = measure_floor(requests, args.workers, args.rounds)
     print(f"samples={len(requests)} rounds={args.rounds} workers={args.workers} "
           f"isolation={ours['isolation']}")
     total = 0.0
@@ -152,6 +159,10 @@ def main() -> int:
         print(f"{key:16s} minor_faults_per_sample={ours[key]:.0f}")
     print(f"faults_per_sample={faults:.0f} floor_faults_per_sample={floor_faults:.0f} "
           "(ours without the caller; the floor: forker, judges and candidates)")
+    spawner = ours["spawner_image"]
+    print(f"spawner_image vmas={spawner.get('vmas')} anon_kb={spawner.get('anon_kb')} "
+          f"floor_forker_image vmas={floor_image.get('vmas')} anon_kb={floor_image.get('anon_kb')} "
+          "(what each fork copies: mappings, anonymous memory)")
     print(provenance.line())
     print(f"total_ms={total:.2f} floor_total_ms={floor_ms:.2f} cpu_ratio={total / floor_ms:.2f} "
           f"sps={ours['sps']:.1f} floor_sps={floor_sps:.1f}")
