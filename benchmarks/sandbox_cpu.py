@@ -9,8 +9,11 @@ round, so judges hold compiled tests as in a long run):
 * **server**: the fork server (event loop, judge dispatch, uid sweep, results);
 * **spawners**: the per-slot spawners' own time (forking, reaping, reports);
 * **candidates**: the sample processes, read as the spawners' reaped children;
-* **judges**: the long-lived judges (the server's other children; a judge retired during the
-  run is counted in ``server_reaped``).
+* **judges**: the long-lived judges (the server's other children), those started during the
+  rounds (after a retirement) from their start; a judge retired during the rounds is counted
+  in ``server_reaped``: the server's reaped children's time, less what those judges had used
+  before the timed rounds, which the reap adds again. Until 2026-11-27 that part was counted
+  too and judges started during the rounds were not counted at all.
 
 ``boundary_floor.py`` (the same architecture without walls, see
 ``executor_vs_human_eval.py``) runs the same rounds in a child process; its total CPU per sample
@@ -89,7 +92,10 @@ def measure_ours(requests: list[ExecRequest], workers: int, rounds: int) -> dict
                                  + "; ".join(f"{r.id}: {r.detail}" for r in results if not r.passed)[:500])
         wall = time.perf_counter() - start
         self1 = resource.getrusage(resource.RUSAGE_SELF)
-        after = {p: _stat(p) for p in before if os.path.exists(f"/proc/{p}")}
+        # judges started during the rounds (after a retirement) count from their start
+        after = {p: _stat(p) for p in {*before, *_children(server)} if os.path.exists(f"/proc/{p}")}
+        for p in after:
+            before.setdefault(p, (0.0, 0.0, 0, 0))
         images = [image(p) for p in spawners if p in after]
         isolation = str(executor.isolation)
     finally:
@@ -105,7 +111,10 @@ def measure_ours(requests: list[ExecRequest], workers: int, rounds: int) -> dict
         "sps": n / wall, "isolation": isolation,  # type: ignore[dict-item]
         "caller": (self1.ru_utime + self1.ru_stime - self0.ru_utime - self0.ru_stime) / n * 1e3,
         "server": own([server]) / n * 1e3,
-        "server_reaped": (after[server][1] - before[server][1]) / n * 1e3,
+        # a judge alive before the rounds and reaped during them brings its whole life's CPU
+        # into the server's children's time: take out the part it had used before
+        "server_reaped": (after[server][1] - before[server][1]
+                          - sum(before[p][0] for p in before if p not in after)) / n * 1e3,
         "spawners": own(spawners) / n * 1e3,
         "candidates": sum(after[p][1] - before[p][1] for p in spawners) / n * 1e3,
         "judges": own(judges) / n * 1e3,
