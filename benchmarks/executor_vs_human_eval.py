@@ -75,16 +75,18 @@ class HumanEvalHarness:
         self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "human_eval_harness.py"),
                                       "--workers", str(workers), "--layout", layout],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both piped above
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
+        line = self.stdout.readline()
         if not line:
             self.close()
             raise RuntimeError(f"human_eval_harness.py --layout {layout} did not start (see stderr)")
         self.info = json.loads(line)
 
     def round(self) -> tuple[float, int]:
-        self.proc.stdin.write("round\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
+        self.stdin.write("round\n")
+        self.stdin.flush()
+        line = self.stdout.readline()
         if not line:
             raise RuntimeError("human_eval_harness.py ended during a round (see stderr)")
         data = json.loads(line)
