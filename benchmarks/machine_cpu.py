@@ -1,11 +1,12 @@
 """The whole machine's CPU per sample, the boundary tier against its floor, alternating.
 
-``sandbox_cpu.py`` reads each process's own counters. Those miss work the kernel does for a
-process outside its accounting (kernel threads finishing what a sample's exit left, interrupts),
-and they round to clock ticks. This script reads the machine's counters instead: the ``cpu``
-line of ``/proc/stat`` before and after a window in which only one harness runs. The window
-sees every process on the machine, so run it on a machine with nothing else to do; the load
-printed in the provenance line shows whether that held.
+``sandbox_cpu.py`` reads each process's own counters, which leave out kernel threads and
+interrupts and round to clock ticks, and it times ours before the floor, so a drift of the
+machine's speed between the two windows enters its ratio. This script reads the machine's
+counters instead, the ``cpu`` line of ``/proc/stat`` before and after a window in which only one
+harness runs, and alternates the two harnesses. The window sees every process on the machine,
+so run it on a machine with nothing else to do; the load printed in the provenance line shows
+whether that held.
 
 Each run has two windows, back to back:
 
