@@ -49,17 +49,12 @@ sys.path.insert(0, HERE)
 
 from _provenance import Provenance  # noqa: E402
 from executor_vs_human_eval import boundary_floor, canonical_requests  # noqa: E402
+from idle_share import cpu_ticks  # noqa: E402
 
 from core.testenvmanager.sandbox import Outcome, get_executor  # noqa: E402
 
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 _PF_KTHREAD = 0x00200000
-
-
-def machine_ticks() -> list[int]:
-    """The ``cpu`` line of ``/proc/stat``: user, nice, system, idle, iowait, irq, softirq, steal."""
-    with open("/proc/stat", encoding="ascii") as fh:
-        return [int(x) for x in fh.readline().split()[1:9]]
 
 
 def kthread_ticks() -> int:
@@ -78,19 +73,16 @@ def kthread_ticks() -> int:
     return total
 
 
-class Window:
-    """Machine counters over one stretch of work: :meth:`measure` runs ``work`` between two
-    reads and returns the deltas in ms and the elapsed wall time."""
-
-    @staticmethod
-    def measure(work: Callable[[], None]) -> dict[str, float]:
-        before, kbefore, start = machine_ticks(), kthread_ticks(), time.perf_counter()
-        work()
-        elapsed = time.perf_counter() - start
-        after, kafter = machine_ticks(), kthread_ticks()
-        d = [(b - a) * TICK_MS for a, b in zip(before, after)]
-        return {"user": d[0] + d[1], "sys": d[2] + d[5] + d[6], "idle": d[3] + d[4],
-                "steal": d[7], "kthreads": (kafter - kbefore) * TICK_MS, "seconds": elapsed}
+def measure(work: Callable[[], None]) -> dict[str, float]:
+    """Run ``work`` between two reads of the machine's counters: the deltas in ms (user and
+    nice, system with irq and softirq, idle with iowait, kernel threads) and the wall time."""
+    before, kbefore, start = cpu_ticks(), kthread_ticks(), time.perf_counter()
+    work()
+    elapsed = time.perf_counter() - start
+    after, kafter = cpu_ticks(), kthread_ticks()
+    d = [(b - a) * TICK_MS for a, b in zip(before, after)]
+    return {"user": d[0] + d[1], "sys": d[2] + d[5] + d[6], "idle": d[3] + d[4],
+            "kthreads": (kafter - kbefore) * TICK_MS, "seconds": elapsed}
 
 
 def per_sample(w: dict[str, float], samples: int) -> dict[str, float]:
@@ -136,9 +128,9 @@ def main() -> int:
             return work
 
         for run in range(args.runs):
-            rows["ours"].append(per_sample(Window.measure(ours), samples))
-            one = Window.measure(floor(1))
-            many = Window.measure(floor(1 + args.rounds))
+            rows["ours"].append(per_sample(measure(ours), samples))
+            one = measure(floor(1))
+            many = measure(floor(1 + args.rounds))
             rows["floor"].append(per_sample(minus(many, one), samples))
             for name in ("ours", "floor"):
                 r = rows[name][-1]
