@@ -5,8 +5,10 @@ writes the same tasks as an uninterrupted build.
 The repository's tests start a "service" of their own (``sleep`` in a new session, so neither the
 test run's process group nor its death signal reaches it): the kind of leftover only the builder's
 folder sweep can end. Such tests cannot pass in the job's sandbox (it forbids starting processes),
-so these builds skip the sandbox check (``--no-sandbox-check``). Its pids are recorded by the repository's conftest; the test ends any that
-is still alive at the end (they are processes this test started through the build)."""
+so these builds skip the sandbox check (``--no-sandbox-check``). Each service writes its own pid to a
+file before it becomes ``sleep`` (a service forked just as its test run is killed outlives the run,
+which then never reports it); the test ends any that is still alive at the end (they are processes
+this test started through the build)."""
 
 from __future__ import annotations
 
@@ -41,9 +43,8 @@ def _repo(tmp_path: Path, pids: Path) -> Path:
 
         @pytest.fixture(scope="session", autouse=True)
         def service():
-            proc = subprocess.Popen(["sleep", "600"], start_new_session=True)
-            with open({str(pids)!r}, "a") as fh:
-                fh.write(f"{{proc.pid}}\\n")
+            subprocess.Popen(["sh", "-c", 'echo $$ >> "$1"; exec sleep 600', "service", {str(pids)!r}],
+                             start_new_session=True)
             yield
 
         @pytest.fixture(autouse=True)
@@ -140,11 +141,16 @@ def test_killed_build_is_clean_and_resumes(sig: signal.Signals, tmp_path: Path, 
         assert not out.exists() and 2 <= _checks(progress) < N_FUNCS
         if sig == signal.SIGTERM:  # cleaned up on the way out
             assert list(builds.iterdir()) == [] and _processes_under(folders[0]) == []
-        else:  # the kernel ends the test run (death signal); the folder and the service stay
-            time.sleep(1.0)
+        else:  # the kernel ends the test run (death signal); the folder and the services stay
+            deadline = time.monotonic() + 10  # the run's processes go, a just-forked service records itself
+            while True:
+                left = _processes_under(folders[0])
+                recorded = pids.read_text().split() if pids.exists() else []
+                if (left and all(str(p) in recorded for p in left)) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
             assert folders[0].exists()
-            left = _processes_under(folders[0])
-            assert left and all(str(p) in pids.read_text().split() for p in left), left
+            assert left and all(str(p) in recorded for p in left), (left, recorded)
         assert list((tmp_path / "tmpdir").iterdir()) == []
 
         again = subprocess.run(_command(root, out, repo_env.root), env=environ, cwd=REPO,
