@@ -21,7 +21,7 @@ import sys
 
 #: what the server loads: itself and the modules it loads by path (forkserver.SANDBOX_MODULES;
 #: the server's ``compact_boot`` fact is False when the two lists drift apart)
-MODULES = ("forkserver", "mounts", "walls", "codec", "runner", "boundary")
+MODULES = ("forkserver", "cgroups", "mounts", "walls", "codec", "runner", "boundary")
 
 
 def _compile_in_child(directory: str) -> dict:

@@ -100,7 +100,7 @@ _PRECOMPILED: dict = globals().get("_PRECOMPILED") or {}
 _BOOTED = bool(_PRECOMPILED)
 #: the sibling modules the server loads by path (boot.py's MODULES must list them too: a module
 #: it did not compile is compiled here, and ``compact_boot`` then reports False)
-SANDBOX_MODULES = ("mounts", "walls", "codec", "runner", "boundary")
+SANDBOX_MODULES = ("cgroups", "mounts", "walls", "codec", "runner", "boundary")
 _COMPILED_HERE: list[str] = []  # modules _load had to compile in this process
 
 
@@ -207,112 +207,40 @@ def _loopback_up(facts: dict) -> None:
         facts["notes"].append(f"loopback not up: {exc}")
 
 
-_CGROUP_ROOT = "/sys/fs/cgroup"
-
-
 def _write(path: str, value: str) -> None:
     with open(path, "w") as fh:
         fh.write(value)
 
 
-def _setup_cgroups(cfg: dict, facts: dict) -> None:
-    """Put the server (and so every child, at zero per-request cost) into executor-wide cgroup v1
-    ``pids`` and ``memory`` groups when they are writable. Optional: failures become notes."""
-    facts["cgroups"] = {}
+def _setup_cgroups(cfg: dict, facts: dict, cgroups) -> None:
+    """Put the server (and so every child, at zero per-request cost) into the executor's cgroups
+    and make the per-slot memory groups (:mod:`cgroups`: v1, v2 or hybrid). Optional: what
+    could not be made becomes a note, and the isolation level says so (:func:`_level`)."""
+    facts["cgroups"], facts["slot_memory"] = {}, []
+    layout = cgroups.Layout(cgroups.HostFS())
+    facts["cgroup"] = {"layout": layout.describe()}
     if not cfg.get("cgroups", True):
+        facts["notes"].append("cgroups: switched off (cgroups=False)")
         return
-    name = f"ianvs-sandbox-{os.getpid()}-{os.urandom(3).hex()}"
-    made: dict[str, str] = {}
+    groups, _layout = cgroups.setup(cfg, facts["notes"])
+    facts["cgroups"] = dict(groups.executor)
+    facts["slot_memory"] = list(groups.slots)
+    facts["cgroup"].update(groups.facts())
+
+
+def _leave_cgroups(facts: dict) -> None:
+    """Leave and remove the executor's groups (those this server made; a container's host-made
+    slot groups stay for the host to remove)."""
+    made = facts.get("cgroup") or {}
+    if made.get("executor"):
+        sys.modules["_sandbox_cgroups"].leave(made)
+
+
+def _oom_kills(counter: str) -> int:
+    """The OOM kill count in ``counter`` (v1 ``memory.oom_control``, v2 ``memory.events``: both
+    hold an ``oom_kill N`` line), -1 when unreadable."""
     try:
-        for ctrl in ("pids", "memory"):
-            base = os.path.join(_CGROUP_ROOT, ctrl)
-            if not (os.path.isfile(os.path.join(base, "cgroup.procs")) and os.access(base, os.W_OK)):
-                continue
-            path = os.path.join(base, name)
-            os.mkdir(path)
-            made[ctrl] = path
-        workers = max(1, int(cfg.get("workers", 1)))
-        if "pids" in made:
-            nproc = int(cfg.get("limits", {}).get("processes", 64))
-            _write(os.path.join(made["pids"], "pids.max"), str(workers * (nproc + 2) + 16))
-        if "memory" in made:
-            limit = int(cfg.get("cgroup_memory_mb") or workers * 2048 + 512) << 20
-            _write(os.path.join(made["memory"], "memory.limit_in_bytes"), str(limit))
-            memsw = os.path.join(made["memory"], "memory.memsw.limit_in_bytes")
-            if os.path.exists(memsw):
-                _write(memsw, str(limit))  # no escaping the limit through swap
-        for path in made.values():
-            _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
-    except OSError as exc:
-        facts["notes"].append(f"cgroups unavailable: {exc}")
-        _leave_cgroups(made)
-        made = {}
-    facts["cgroups"] = made
-    facts["slot_memory"] = _slot_groups(made.get("memory"), workers if made else 0, facts)
-
-
-def _slot_groups(parent: str | None, workers: int, facts: dict) -> list[str]:
-    """One memory group per slot under the executor's (``<group>/slot<i>``): a sample joins its
-    slot's group before any untrusted code runs, so everything it makes the kernel hold for it
-    (anonymous memory, memfd and tmpfs pages, pipe buffers, and TCP buffers: setting
-    ``memory.kmem.tcp.limit_in_bytes`` turns their accounting on in cgroup v1) counts against
-    the request's ``memory_mb`` (set per request by :meth:`Server._slot_limit`). Empty when
-    there is no writable memory controller (the limit is then ``RLIMIT_AS`` alone)."""
-    if not parent:
-        return []
-    groups: list[str] = []
-    try:
-        for slot in range(workers):
-            path = os.path.join(parent, f"slot{slot}")
-            os.mkdir(path)
-            groups.append(path)
-    except OSError as exc:
-        facts["notes"].append(f"per-slot memory groups unavailable: {exc}")
-        for path in groups:
-            try:
-                os.rmdir(path)
-            except OSError:
-                pass
-        return []
-    return groups
-
-
-def _leave_cgroups(made: dict, slots: list[str] = ()) -> None:  # type: ignore[assignment]
-    """Move this process back to the parent groups, kill leftovers and remove the groups (the
-    per-slot groups ``slots`` first: a group with child groups cannot be removed)."""
-    groups = [*slots, *made.values()]
-    for path in made.values():
-        try:
-            _write(os.path.join(os.path.dirname(path), "cgroup.procs"), str(os.getpid()))
-        except OSError:
-            pass
-    for _ in range(50):
-        alive = False
-        for path in groups:
-            try:
-                with open(os.path.join(path, "cgroup.procs")) as fh:
-                    for pid in fh.read().split():
-                        alive = True
-                        try:
-                            os.kill(int(pid), signal.SIGKILL)
-                        except OSError:
-                            pass
-            except OSError:
-                pass
-        if not alive:
-            break
-        time.sleep(0.01)
-    for path in groups:
-        try:
-            os.rmdir(path)
-        except OSError:
-            pass
-
-
-def _oom_kills(memory_cgroup: str) -> int:
-    """The memory group's OOM kill count (``memory.oom_control``), -1 when unreadable."""
-    try:
-        fd = os.open(os.path.join(memory_cgroup, "memory.oom_control"), os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(counter, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return -1
     try:
@@ -322,8 +250,8 @@ def _oom_kills(memory_cgroup: str) -> int:
 
 
 def _oom_count(fd: int) -> int:
-    """The OOM kill count from an open ``memory.oom_control`` (re-read from offset 0, so one
-    descriptor serves every request), -1 when unreadable."""
+    """The OOM kill count from an open ``memory.oom_control`` or ``memory.events`` (re-read from
+    offset 0, so one descriptor serves every request), -1 when unreadable."""
     try:
         data = os.pread(fd, 4096, 0)
         start = data.index(b"oom_kill ") + 9
@@ -539,14 +467,18 @@ def _effective_caps() -> int:
 def _level(facts: dict) -> int:
     """Isolation level reached (index into ``_LEVELS``). Inside a container of the ``docker``
     backend (``facts["container"]``) the container provides the private network namespace (only
-    loopback) and the private, read-only mount namespace with a private ``/tmp``."""
+    loopback) and the private, read-only mount namespace with a private ``/tmp``, and its own
+    limits are the executor-wide caps. ``full`` also needs every cgroup wall
+    (``cgroups.walls``): without them a sample's memory outside its address space (memfds,
+    tmpfs files, pipe and socket buffers) and a fork bomb's reach are unbounded."""
     container = bool(facts.get("container"))
     if not (facts["netns"] or container):
         return 1
     kernel = (facts["mountns"] or container) and facts["landlock_abi"] > 0 and facts["seccomp"]
     if not kernel:
         return 2
-    return 4 if facts["drop_uid"] and facts["subreaper"] else 3
+    walls = sys.modules["_sandbox_cgroups"].walls(facts)
+    return 4 if facts["drop_uid"] and facts["subreaper"] and all(walls.values()) else 3
 
 
 # ----------------------------------------------------------------------------------- messages
@@ -678,16 +610,22 @@ class Server:
         # first in, first out: requests that arrive one at a time take turns over the slots,
         # and so over the slots' CPUs (_slot_cpus), instead of all landing on the last one
         self.free_slots: collections.deque[int] = collections.deque(range(self.workers))
-        # in a container: the container's own memory group counts the OOM kills of its limit
-        self.memory_cgroup = facts.get("cgroups", {}).get("memory") or cfg.get("oom_cgroup")
-        self.oom_seen = _oom_kills(self.memory_cgroup) if self.memory_cgroup else -1
+        # the executor's OOM kill counter (in a container: the container's own memory group's,
+        # which counts the OOM kills of its limit)
+        made = facts.get("cgroup") or {}
+        self.oom_file: str = made.get("oom_file") or facts.get("container_oom_file") or ""
+        self.oom_seen = _oom_kills(self.oom_file) if self.oom_file else -1
         # per-slot memory groups: a child joins its slot's by writing "0" to this descriptor
         self.slot_groups: list[str] = list(facts.get("slot_memory") or [])
         self.slot_procs: list[int] = []
-        self.slot_oom: list[int] = []  # their memory.oom_control, read before and after each sample
+        self.slot_oom: list[int] = []  # their OOM kill counters, read before and after each sample
+        files = sys.modules["_sandbox_cgroups"].slot_files(self.slot_groups[0]) if self.slot_groups \
+            else {"limits": [], "swap": "", "oom": ""}
+        self.slot_limit_files: list[str] = files["limits"]
+        self.slot_swap_file: str = files["swap"]
         for path in self.slot_groups:
             for name, flags, fds in (("cgroup.procs", os.O_WRONLY, self.slot_procs),
-                                     ("memory.oom_control", os.O_RDONLY, self.slot_oom)):
+                                     (files["oom"], os.O_RDONLY, self.slot_oom)):
                 fd = os.open(os.path.join(path, name), flags | os.O_CLOEXEC)
                 fds.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _SLOT_FD))
                 os.close(fd)
@@ -1136,22 +1074,20 @@ class Server:
         job.fds = {}
 
     def _slot_limit(self, job: _Job) -> None:
-        """Set the slot group's limit to the request's ``memory_mb`` (only when it changes; the
-        swap limit is kept equal, so nothing escapes to swap; order matters because the kernel
-        keeps ``memsw >= limit``) and note the group's OOM kill count."""
+        """Set the slot group's limit to the request's ``memory_mb`` (only when it changes) and
+        note the group's OOM kill count. v1: the swap limit is kept equal, so nothing escapes
+        to swap (order matters because the kernel keeps ``memsw >= limit``), and the TCP limit
+        too (it turns TCP buffer accounting on); v2: ``memory.max`` (``memory.swap.max`` is 0
+        from the start; socket memory is charged by default)."""
         group = self.slot_groups[job.slot]
         limit = int(job.meta.get("memory_mb", 1024)) << 20
         if self.slot_limit.get(job.slot) != limit:
-            memsw = os.path.join(group, "memory.memsw.limit_in_bytes")
-            names = ["memory.limit_in_bytes", "memory.kmem.tcp.limit_in_bytes"]
-            if os.path.exists(memsw):
+            names = list(self.slot_limit_files)
+            if self.slot_swap_file:
                 raising = limit > self.slot_limit.get(job.slot, 1 << 62)  # new groups: unlimited
-                names = [memsw, *names] if raising else [*names, memsw]
+                names = [self.slot_swap_file, *names] if raising else [*names, self.slot_swap_file]
             for name in names:
-                path = os.path.join(group, name)
-                if name.startswith("memory.kmem.tcp") and not os.path.exists(path):
-                    continue
-                _write(path, str(limit))
+                _write(os.path.join(group, name), str(limit))
             self.slot_limit[job.slot] = limit
         job.oom0 = _oom_count(self.slot_oom[job.slot])
 
@@ -1527,8 +1463,8 @@ class Server:
                     _oom_count(self.slot_oom[job.slot]) > job.oom0:
                 return "memory_exceeded", f"killed by the out-of-memory killer at the request's " \
                                           f"{job.meta.get('memory_mb', 1024)} MB (slot memory group)"
-            if sig == signal.SIGKILL and self.memory_cgroup and _oom_kills(self.memory_cgroup) > self.oom_seen:
-                self.oom_seen = _oom_kills(self.memory_cgroup)
+            if sig == signal.SIGKILL and self.oom_file and _oom_kills(self.oom_file) > self.oom_seen:
+                self.oom_seen = _oom_kills(self.oom_file)
                 return "memory_exceeded", "killed by the out-of-memory killer (executor cgroup limit)"
             if role != "judge" and maxrss >= 0.9 * (int(job.meta.get("memory_mb", 1024)) << 10):
                 return "memory_exceeded", f"{subject} was killed by signal {sig} near the memory limit"
@@ -1738,19 +1674,23 @@ def main() -> int:
     _CAPGET = _Capabilities(libc)
     # a container's task image keeps its packages outside site-packages (this server runs -S)
     sys.path.extend(p for p in cfg.get("sys_path") or [] if p not in sys.path)
-    _setup_cgroups(cfg, facts)
+    cgroups = _load("cgroups")
+    _setup_cgroups(cfg, facts, cgroups)
     if not facts.get("slot_memory") and cfg.get("slot_memory"):  # a container's: made by the host
         facts["slot_memory"] = [p for p in cfg["slot_memory"] if os.path.isdir(p)]
+    if facts["container"]:
+        facts["container_oom_file"] = cgroups.own_oom_file(cgroups.Layout(cgroups.HostFS()))
     slots: list = []
     scratch = ""
     try:
-        modules = {name: _load(name) for name in SANDBOX_MODULES}
+        modules = {"cgroups": cgroups, **{name: _load(name) for name in SANDBOX_MODULES
+                                          if name != "cgroups"}}
         # every module from boot.py's code, and nothing boot.py compiled left unused
         facts["compact_boot"] = _BOOTED and not _PRECOMPILED and not _COMPILED_HERE
         facts["interpreter_dirs"] = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)})
         if facts["mountns"]:
             scratch = "/tmp/ianvs-sandbox"
-            cgroup_mounts = sorted({os.path.dirname(p) for p in facts["cgroups"].values()})
+            cgroup_mounts = sorted(set(facts["cgroup"].get("mounts") or []))
             mfacts = modules["mounts"].setup(scratch, cgroup_mounts,
                                              hide_packages=bool(cfg.get("hide_packages", True)),
                                              expose=[*(cfg.get("read_paths") or []),
@@ -1805,7 +1745,7 @@ def main() -> int:
     finally:
         if scratch and not facts["mountns"]:  # a private mount namespace vanishes by itself
             sys.modules["_sandbox_mounts"].remove_tree(scratch)
-        _leave_cgroups(facts.get("cgroups", {}), facts.get("slot_memory", []))
+        _leave_cgroups(facts)
     return 0
 
 
