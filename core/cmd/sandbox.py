@@ -65,6 +65,29 @@ def _item_line(status: str, item: "Leftover") -> str:
     return f"{status:<13} {item.kind:<10} {item.name}  [{item.owner_text}]{detail}"
 
 
+def _cgroup_lines(facts: dict) -> list[str]:
+    """The cgroup part of the doctor's report: the version, the controllers each hierarchy
+    offers, the groups made, each wall, and the fix for a missing one."""
+    from core.testenvmanager.sandbox.cgroups import WALLS, cgroup_fix, walls
+
+    made = facts.get("cgroup") or {}
+    layout = made.get("layout") or {}
+    v2 = (f"; v2 at {layout['v2_mount']}: {' '.join(layout.get('v2_controllers') or []) or 'none'}"
+          if layout.get("v2_mount") else "")
+    lines = [f"cgroup version: {layout.get('version', 'unknown')} (v1: "
+             f"{' '.join(layout.get('v1') or []) or 'none'}{v2})"]
+    for ctrl, path in sorted((made.get("executor") or {}).items()):
+        lines.append(f"  {ctrl} group: {path}")
+    if made.get("placement"):
+        lines.append(f"  v2 parent chosen: {made['placement']} (see docs/sandbox.md, 'cgroup v2')")
+    for name, present in walls(facts).items():
+        lines.append(f"  wall {name}: {'yes' if present else 'MISSING'} - {WALLS[name]}")
+    fix = cgroup_fix(facts)
+    if fix:
+        lines.append(f"  {fix.strip()[1:-1]}")
+    return lines
+
+
 def _doctor(docker_host: str) -> int:
     from core.testenvmanager.sandbox.leftovers import discover
     from core.testenvmanager.sandbox.local import LocalExecutor
@@ -86,6 +109,8 @@ def _doctor(docker_host: str) -> int:
             print(f"missing for {target}: " + ("; ".join(needed) or "unknown"))
         else:
             print("missing for the next level: nothing (full is the highest)")
+        for line in _cgroup_lines(executor.facts):
+            print(line)
         for note in executor.facts.get("notes", []):
             print(f"  note: {note}")
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Callable
 
 import pytest
@@ -190,3 +191,18 @@ def assert_alive(executor) -> None:
     """The harness still grades a correct program as passed."""
     res = run_one(executor, id="alive", program=GOOD_PROGRAM, test=CHECK_ADD, entry_point="add")
     assert res.outcome.value == "passed", res
+
+
+def walls_check() -> "ModuleType":
+    """``benchmarks/walls_check.py`` as a module (loaded once): its ``CHECKS`` are the hostile
+    memory and process attacks, one home for the script and the tests."""
+    import importlib.util
+
+    name = "_walls_check"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "walls_check.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while it is executed
+        spec.loader.exec_module(module)
+    return sys.modules[name]

@@ -66,6 +66,12 @@ WALLS = {
     "slots": "a memory group per worker slot limited to each request's memory_mb",
 }
 
+#: how to get the cgroup walls, by what stands in the way (see :func:`cgroup_fix`)
+DELEGATE_FIX = ("run under a delegated cgroup v2 group: 'systemd-run --scope -p Delegate=yes "
+                "<command>', or prepare one as root (mkdir /sys/fs/cgroup/ianvs; echo '+memory "
+                "+pids' > /sys/fs/cgroup/ianvs/cgroup.subtree_control) and pass "
+                "cgroup_parent=/sys/fs/cgroup/ianvs")
+
 
 class HostFS:
     """The real file system (the test double of a v2 tree has the same methods)."""
@@ -274,10 +280,28 @@ def _v2_candidates(fs: HostFS, layout: Layout, cfg: dict) -> list[tuple[str, str
     return found
 
 
-def _setup_v2(fs: HostFS, layout: Layout, ctrls: list[str], name: str, pid: int, pids_max: int,
-              memory: int, cfg: dict, groups: Groups, notes: list[str]) -> None:
+def _v2_order(fs: HostFS, candidates: list[tuple[str, str]],
+              ctrls: list[str]) -> list[tuple[str, str]]:
+    """Ancestors whose subtree already has the controllers come first, nearest first (nothing
+    of a group that is not ours changes); then those that would need them enabled. A given
+    parent and the server's own group (``nest``) keep their place in front."""
+    def enabled(parent: str) -> bool:
+        return all(c in _words(fs, os.path.join(parent, "cgroup.subtree_control")) for c in ctrls)
+
+    ours = [c for c in candidates if c[1] in ("given", "nest")]
+    rest = [c for c in candidates if c[1] not in ("given", "nest")]
+    return [*ours, *[c for c in rest if enabled(c[0])], *[c for c in rest if not enabled(c[0])]]
+
+
+def v2_group(fs: HostFS, layout: Layout, ctrls: list[str], name: str, cfg: dict,
+             notes: list[str], fill) -> tuple[str, str, str] | None:
+    """Make the v2 group ``name`` under the first parent that takes it (see the module
+    docstring), enable ``ctrls`` for its children and call ``fill(group, home)`` (which may
+    raise OSError: the group is then removed and the next parent tried). Returns ``(group,
+    how the parent was chosen, home)``, ``home`` being where this process belongs when it
+    leaves; None (and a note with the fix) when no parent takes it."""
     tried: list[str] = []
-    for parent, how in _v2_candidates(fs, layout, cfg):
+    for parent, how in _v2_order(fs, _v2_candidates(fs, layout, cfg), ctrls):
         why = _usable_parent(fs, parent, how, ctrls)
         if why:
             tried.append(f"{parent} ({how}): {why}")
@@ -292,6 +316,24 @@ def _setup_v2(fs: HostFS, layout: Layout, ctrls: list[str], name: str, pid: int,
             continue
         try:
             fs.write(os.path.join(group, "cgroup.subtree_control"), " ".join(f"+{c}" for c in ctrls))
+            fill(group, home)
+        except OSError as exc:
+            tried.append(f"{parent} ({how}): {exc}")
+            try:
+                fs.rmdir(group)
+            except OSError:
+                pass
+            continue
+        return group, how, home
+    notes.append("cgroups (v2): no parent group takes the executor's group: " + "; ".join(tried)
+                 + f". Fix: {DELEGATE_FIX}")
+    return None
+
+
+def _setup_v2(fs: HostFS, layout: Layout, ctrls: list[str], name: str, pid: int, pids_max: int,
+              memory: int, cfg: dict, groups: Groups, notes: list[str]) -> None:
+    def fill(group: str, home: str) -> None:
+        try:
             if "pids" in ctrls:
                 fs.write(os.path.join(group, "pids.max"), str(pids_max))
             if "memory" in ctrls:
@@ -300,20 +342,20 @@ def _setup_v2(fs: HostFS, layout: Layout, ctrls: list[str], name: str, pid: int,
             leaf = os.path.join(group, SERVER_LEAF)
             fs.mkdir(leaf)
             fs.write(os.path.join(leaf, "cgroup.procs"), str(pid))
-        except OSError as exc:
-            tried.append(f"{parent} ({how}): {exc}")
+        except OSError:
             _remove(fs, [os.path.join(group, SERVER_LEAF), group], pid, [home])
-            continue
-        for ctrl in ctrls:
-            groups.executor[ctrl] = group
-        groups.v2_group, groups.home, groups.placement = group, home, how
-        groups.mounts.append(layout.v2_mount)
-        if "memory" in ctrls:
-            groups.oom_file = os.path.join(group, SERVER_LEAF, "memory.events")
+            raise
+
+    made = v2_group(fs, layout, ctrls, name, cfg, notes, fill)
+    if made is None:
         return
-    notes.append("cgroups (v2): no parent group takes the executor's group: " + "; ".join(tried)
-                 + ". Fix: run under a delegated group (systemd-run --scope -p Delegate=yes ...), "
-                   "or prepare one and pass cgroup_parent (see docs/sandbox.md, 'cgroup v2')")
+    group, how, home = made
+    for ctrl in ctrls:
+        groups.executor[ctrl] = group
+    groups.v2_group, groups.home, groups.placement = group, home, how
+    groups.mounts.append(layout.v2_mount)
+    if "memory" in ctrls:
+        groups.oom_file = os.path.join(group, SERVER_LEAF, "memory.events")
 
 
 def _usable_parent(fs: HostFS, parent: str, how: str, ctrls: list[str]) -> str:
@@ -476,3 +518,33 @@ def _remove(fs: HostFS, paths: list[str], pid: int, exits: list[str]) -> None:
             fs.rmdir(path)
         except OSError:
             pass
+
+
+def cgroup_fix(facts: dict) -> str:
+    """The one command or setting that would give the missing cgroup walls, as a parenthesis
+    for a message ('' when every wall stands), from a fork server's hello facts."""
+    if all(walls(facts).values()):
+        return ""
+    made = facts.get("cgroup") or {}
+    layout = made.get("layout") or {}
+    notes = " ".join(facts.get("notes") or [])
+    if facts.get("container"):
+        fix = ("the host makes a container's slot groups: run ianvs as root on the host, with "
+               "a writable cgroup v1 memory hierarchy or cgroup v2 (not with runtime runsc)")
+    elif "switched off" in notes:
+        fix = "cgroups=False switched them off"
+    elif layout.get("version") == "v2" and not all(c in layout.get("v2_controllers", []) for c in NEEDED):
+        lacking = [c for c in NEEDED if c not in layout.get("v2_controllers", [])]
+        fix = (f"this kernel's cgroup v2 root offers no {' '.join(lacking)} controller: use a "
+               f"kernel built with it (CONFIG_MEMCG, CONFIG_CGROUP_PIDS)")
+    elif layout.get("version") in ("v1", "hybrid") and not all(c in layout.get("v1", []) or
+                                                              c in layout.get("v2_controllers", [])
+                                                              for c in NEEDED):
+        fix = ("mount the cgroup v1 'memory' and 'pids' hierarchies under /sys/fs/cgroup, or boot "
+               "with systemd.unified_cgroup_hierarchy=1 for cgroup v2")
+    elif layout.get("version") in ("v1", "hybrid") or os.geteuid() != 0:
+        fix = "run as root" + (f", or {DELEGATE_FIX}" if layout.get("version") == "v2" else "")
+    else:
+        fix = DELEGATE_FIX
+    return f" (fix: {fix})"
+

@@ -202,7 +202,7 @@ class _ContainerServer(LocalExecutor):
             listener.bind(path)
             listener.listen(1)
             cfg = {**cfg, "ctl_path": f"{_CTL_IN}/ctl.sock", "container": True,
-                   "oom_cgroup": "/sys/fs/cgroup/memory", "sys_path": [PACKAGES_DIR],
+                   "sys_path": [PACKAGES_DIR],
                    "drop_uid": True, "uid_base": lease.base, "server_uid": lease.base + 2 * workers,
                    # the container's own network namespace is then the request's
                    "one_request": self._one_request}
@@ -213,7 +213,8 @@ class _ContainerServer(LocalExecutor):
             tmpfs = f"rw,nosuid,nodev,size={int(limits['tmpfs_mb'])}m,mode=1777"
             # per-slot memory groups made by this (root) process, under the container's limit
             groups = None if self._runtime == "runsc" else slotgroups.make(
-                workers, memory_mb, cfg["server_uid"])
+                workers, memory_mb, cfg["server_uid"],
+                cgroup_driver=lambda: str(self._client.info().get("CgroupDriver", "")))
             self._slot_groups = groups
             extra: dict[str, Any] = {}
             volumes = {**{host: {"bind": inside, "mode": "ro"}
@@ -223,6 +224,8 @@ class _ContainerServer(LocalExecutor):
             if groups is not None:
                 cfg["slot_memory"] = groups.in_container()
                 extra["cgroup_parent"] = groups.cgroup_parent
+                if groups.cgroupns:
+                    extra["cgroupns"] = groups.cgroupns
                 volumes[groups.parent] = {"bind": slotgroups.IN_CONTAINER, "mode": "rw"}
             try:
                 container = self._client.containers.run(

@@ -220,7 +220,8 @@ def _setup_cgroups(cfg: dict, facts: dict, cgroups) -> None:
     layout = cgroups.Layout(cgroups.HostFS())
     facts["cgroup"] = {"layout": layout.describe()}
     if not cfg.get("cgroups", True):
-        facts["notes"].append("cgroups: switched off (cgroups=False)")
+        if not cfg.get("container"):  # a container's groups are the host's to make
+            facts["notes"].append("cgroups: switched off (cgroups=False)")
         return
     groups, _layout = cgroups.setup(cfg, facts["notes"])
     facts["cgroups"] = dict(groups.executor)
@@ -465,16 +466,21 @@ def _effective_caps() -> int:
 
 
 def _level(facts: dict) -> int:
-    """Isolation level reached (index into ``_LEVELS``). Inside a container of the ``docker``
-    backend (``facts["container"]``) the container provides the private network namespace (only
-    loopback) and the private, read-only mount namespace with a private ``/tmp``, and its own
-    limits are the executor-wide caps. ``full`` also needs every cgroup wall
+    """Isolation level reached (index into ``_LEVELS``): a level is reported only when every
+    wall docs/sandbox.md lists for it stands (``kernel``: the private, read-only mount view with
+    ``hidepid`` and the IPC namespace, Landlock and seccomp). Inside a container of the
+    ``docker`` backend (``facts["container"]``) the container provides the private network
+    namespace (only loopback) and the private, read-only mount namespace with a private
+    ``/tmp`` and its own IPC namespace, and its own limits are the executor-wide caps. ``full`` also needs every cgroup wall
     (``cgroups.walls``): without them a sample's memory outside its address space (memfds,
     tmpfs files, pipe and socket buffers) and a fork bomb's reach are unbounded."""
     container = bool(facts.get("container"))
     if not (facts["netns"] or container):
         return 1
-    kernel = (facts["mountns"] or container) and facts["landlock_abi"] > 0 and facts["seccomp"]
+    mounts = facts.get("mounts") or {}
+    view = container or (facts["mountns"] and facts["ipcns"] and bool(mounts.get("readonly_root"))
+                         and bool(mounts.get("hidepid")))
+    kernel = view and facts["landlock_abi"] > 0 and facts["seccomp"]
     if not kernel:
         return 2
     walls = sys.modules["_sandbox_cgroups"].walls(facts)
@@ -619,8 +625,8 @@ class Server:
         self.slot_groups: list[str] = list(facts.get("slot_memory") or [])
         self.slot_procs: list[int] = []
         self.slot_oom: list[int] = []  # their OOM kill counters, read before and after each sample
-        files = sys.modules["_sandbox_cgroups"].slot_files(self.slot_groups[0]) if self.slot_groups \
-            else {"limits": [], "swap": "", "oom": ""}
+        files: dict[str, Any] = sys.modules["_sandbox_cgroups"].slot_files(self.slot_groups[0]) \
+            if self.slot_groups else {"limits": [], "swap": "", "oom": ""}
         self.slot_limit_files: list[str] = files["limits"]
         self.slot_swap_file: str = files["swap"]
         for path in self.slot_groups:

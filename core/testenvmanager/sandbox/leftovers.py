@@ -10,7 +10,8 @@ not keep a dead owner's leftovers alive):
 kind            where / how it is named                                 owner
 =============== ======================================================= ======================
 ``cgroup``      ``/sys/fs/cgroup/{pids,memory}/ianvs-sandbox-<pid>-<hex>`` the fork server (alive
-                (cgroup v1; the root itself under cgroup v2)            = in ``cgroup.procs``)
+                (cgroup v1; under cgroup v2 up to six levels below      = in ``cgroup.procs``)
+                the root, see :mod:`.cgroups`)
 ``scratch``     ``{/dev/shm,$TMPDIR,/tmp}/ianvs-sandbox-<pid>-<hex>``   the fork server
 ``docker-ctl``  ``<tmp>/ianvs-docker-ctl-<pid>-<random>``               the ``ianvs`` process
 ``container``   containers labelled ``io.ianvs.sandbox`` (owner label)  the ``ianvs`` process
@@ -155,15 +156,33 @@ def _server_alive(pid: int, path: str) -> bool:
     return pid in _cgroup_procs(path) or alive_since(pid, _mtime(path))
 
 
+#: how deep below a hierarchy's root executor groups are looked for: a v2 executor group sits
+#: under the nearest parent that delegates its controllers (a login session's slice, a
+#: delegated scope, a supervisor's group; see :mod:`.cgroups`)
+CGROUP_DEPTH = 6
+
+
+def _group_parents(top: str, depth: int = CGROUP_DEPTH) -> list[str]:
+    """``top`` and the groups below it, ``depth`` levels down, never inside an executor group."""
+    found, level = [top], [top]
+    for _ in range(depth):
+        level = [child for parent in level for child in _child_groups(parent)
+                 if not _SANDBOX_RE.match(os.path.basename(child))]
+        found.extend(level)
+    return found
+
+
 def cgroups(root: str = CGROUP_ROOT) -> list[Leftover]:
-    """Executor cgroups (``ianvs-sandbox-<server pid>-<hex>``), cgroup v1 ``pids``/``memory``
-    or the cgroup v2 root."""
+    """Executor cgroups (``ianvs-sandbox-<server pid>-<hex>``) in every hierarchy (cgroup v1
+    ``pids``/``memory`` and the others the docker backend's engine uses; cgroup v2, where they
+    may sit a few levels below the root)."""
     found = []
-    for parent in _cgroup_dirs(root):
-        for item in _scan(parent, _SANDBOX_RE, "cgroup", _server_alive):
-            procs = _cgroup_procs(item.name)
-            item.detail = f"{len(procs)} process(es) inside" if procs else ""
-            found.append(item)
+    for top in _cgroup_dirs(root):
+        for parent in _group_parents(top):
+            for item in _scan(parent, _SANDBOX_RE, "cgroup", _server_alive):
+                procs = _cgroup_procs(item.name)
+                item.detail = f"{len(procs)} process(es) inside" if procs else ""
+                found.append(item)
     return found
 
 
@@ -335,6 +354,11 @@ def remove_cgroup(path: str, timeout: float = 3.0) -> bool:
     (a killed process leaves the group a moment later); True when it is gone."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        try:  # cgroup v2: the kernel kills the whole subtree at once (forks meanwhile included)
+            with open(os.path.join(path, "cgroup.kill"), "w") as fh:
+                fh.write("1")
+        except OSError:
+            pass
         for pid in _cgroup_procs(path):
             try:
                 os.kill(pid, signal.SIGKILL)

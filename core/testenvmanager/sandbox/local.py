@@ -162,12 +162,16 @@ class LocalExecutor(Executor):
         ever touches resources whose owner process is gone.
     start_timeout:
         seconds to wait for the fork server's hello.
-    cgroups / cgroup_memory_mb:
-        when cgroup v1 ``pids``/``memory`` hierarchies are writable (root), put the fork server and
-        all its children into executor-wide groups: at most ``workers * (processes + 2) + 16``
-        tasks and ``cgroup_memory_mb`` of RAM+swap in total (default ``workers * 2048 + 512``).
-        Children killed by that group's OOM killer are graded ``memory_exceeded``. Silently
-        skipped (noted in ``facts``) where unavailable.
+    cgroups / cgroup_memory_mb / cgroup_parent:
+        put the fork server and all its children into an executor-wide group (cgroup v1, v2 or
+        hybrid; :mod:`.cgroups`): at most ``workers * (processes + 2) + 16`` tasks and
+        ``cgroup_memory_mb`` of memory in total, swap closed (default ``workers * 2048 +
+        512``), and make one memory group per worker slot limited to each request's
+        ``memory_mb``. Children killed by an OOM killer there are graded ``memory_exceeded``.
+        Needs root (v1) or a writable v2 parent: ``cgroup_parent`` names a v2 group prepared
+        for it (controllers enabled in its ``cgroup.subtree_control``, no member processes).
+        Where a wall cannot be made the executor says so in ``facts["notes"]`` and
+        :meth:`missing`, and its level stays below ``full`` (``cgroups=False`` does the same).
     preload:
         modules the fork server imports once before forking (default: a list of common stdlib
         modules, see ``forkserver.DEFAULT_PRELOAD``); children get them for free. A module that
@@ -211,6 +215,7 @@ class LocalExecutor(Executor):
         sys_path: list[str] | None = None,
         cgroups: bool = True,
         cgroup_memory_mb: int | None = None,
+        cgroup_parent: str | None = None,
         sweep_leftovers: bool = True,
         pin_slots: bool = True,
     ) -> None:
@@ -257,6 +262,7 @@ class LocalExecutor(Executor):
             "preload": list(preload) if preload is not None else None,
             "sys_path": [os.path.abspath(p) for p in sys_path or []],
             "cgroups": bool(cgroups), "cgroup_memory_mb": cgroup_memory_mb,
+            "cgroup_parent": os.path.abspath(cgroup_parent) if cgroup_parent else None,
             "pin_slots": bool(pin_slots),
             "limits": {"processes": processes, "open_files": open_files, "file_size_mb": file_size_mb},
         }
@@ -331,6 +337,8 @@ class LocalExecutor(Executor):
                 "seccomp": bool(facts.get("seccomp")), "uid_drop": bool(facts.get("drop_uid")),
                 "subreaper": bool(facts.get("subreaper")),
                 "cgroups": sorted(facts.get("cgroups", {})),
+                "cgroup_version": str((facts.get("cgroup") or {}).get("layout", {}).get("version", "")),
+                "slot_memory_groups": len(facts.get("slot_memory") or []),
                 "readonly_root": bool(mounts.get("readonly_root")),
                 "hidepid": bool(mounts.get("hidepid")),
                 "hidden_packages": len(mounts.get("hidden_packages", [])),
@@ -353,7 +361,21 @@ class LocalExecutor(Executor):
             ("subreaper", IsolationLevel.FULL,
              "PR_SET_CHILD_SUBREAPER (Linux >= 3.4 with ctypes available)"),
         ]
-        return [(level, text) for key, level, text in needs if not facts.get(key)]
+        found = [(level, text) for key, level, text in needs if not facts.get(key)]
+        mounts = facts.get("mounts") or {}
+        if facts.get("mountns") and not facts.get("container"):
+            found += [(IsolationLevel.KERNEL, text) for key, text in (
+                ("ipcns", "a private IPC namespace"),
+                ("readonly_root", "the host's tree read-only in the private mount namespace "
+                                  "(mount_setattr: Linux >= 5.12)"),
+                ("hidepid", "/proc mounted with hidepid=invisible (Linux >= 5.8)"))
+                if not (facts if key == "ipcns" else mounts).get(key)]
+        from .cgroups import WALLS, cgroup_fix, walls
+
+        lacking = [WALLS[name] for name, present in walls(facts).items() if not present]
+        if lacking:  # the fix once, after the last
+            lacking[-1] += cgroup_fix(facts)
+        return found + [(IsolationLevel.FULL, text) for text in lacking]
 
     def _explain_shortfall(self) -> str:
         missing = [text for _level, text in self.missing()]
