@@ -4,6 +4,10 @@ Schema (top-level key ``benchmarkingjob``): ``name`` (str), ``workspace`` (str, 
 ``./workspace``, relative to the current directory as upstream), ``testenv`` (path),
 ``test_object: {type: algorithms, algorithms: [{name, url}, ...]}``, ``rank`` (see
 :mod:`core.storymanager.rank.types`), ``simulation`` (accepted and ignored, with a warning).
+
+The job ``name`` and every algorithm ``name`` become folders (``<workspace>/<job>/<algorithm>``)
+and must be plain names (:mod:`core.common.names`); the job name may also be empty or absent, as
+upstream allows (the job's files then go straight into the workspace).
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from pathlib import Path
 
 from core.common.config_base import Section, load_top_section, require_file
 from core.common.errors import ConfigError
+from core.common.names import inside_workspace
 from core.storymanager.rank.types import RankConfig, RankConfigError
 from core.testcasecontroller.algorithm.config import AlgorithmConfig, load_algorithm
 from core.testenvmanager.testenv.testenv import TestEnvConfig, load_testenv
@@ -53,7 +58,7 @@ def load_job(path: Path) -> JobConfig:
     warnings: list[str] = []
     sec = load_top_section(path, "benchmarkingjob", KNOWN_KEYS, warnings, what="job file",
                            misplaced=MISPLACED)
-    name = sec.get("name", str, "")
+    name = sec.name("name", "the job's folder under the workspace", "", allow_empty=True)
     workspace = sec.get("workspace", str, "./workspace")
     testenv = load_testenv(require_file(sec.get("testenv", str), path, "testenv file", sec,
                                         "testenv"), warnings)
@@ -68,7 +73,7 @@ def load_job(path: Path) -> JobConfig:
     algorithms = []
     for asec in algs:
         asec.report_unknown(("name", "url"))
-        aname = asec.get("name", str)
+        aname = asec.name("name", "the algorithm's folder under the job's folder")
         algorithms.append((aname, load_algorithm(
             require_file(asec.get("url", str), path, "algorithm file", asec, "url"), warnings)))
     if "simulation" in sec.data:
@@ -79,4 +84,6 @@ def load_job(path: Path) -> JobConfig:
         rank = RankConfig.from_mapping(sec.get("rank", dict, None, allow_none=True), str(path))
     except RankConfigError as exc:
         raise ConfigError(str(exc), line=sec.line("rank")) from exc
-    return JobConfig(path, name, workspace, testenv, tuple(algorithms), rank, tuple(warnings))
+    job = JobConfig(path, name, workspace, testenv, tuple(algorithms), rank, tuple(warnings))
+    inside_workspace(workspace, job.job_dir, "the job folder", path)
+    return job

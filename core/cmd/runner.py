@@ -5,6 +5,8 @@ import logging
 from dataclasses import dataclass
 
 from core.cmd.job import JobConfig
+from core.common.errors import ConfigError
+from core.common.names import inside_workspace
 from core.storymanager.rank.rank import save_rank
 from core.storymanager.rank.types import RankFiles
 from core.storymanager.visualization.visualization import visualize
@@ -73,6 +75,9 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
         metric_names: list[str] = []
         for outcome in finished:
             metric_names += [m for m in outcome.metrics if m not in metric_names]
+        for folder in ("rank", "report"):
+            inside_workspace(job.workspace, job.job_dir / folder, f"the {folder} folder",
+                             job.source)
         rank_files = save_rank([o.to_rank() for o in finished], job.rank,
                                job.job_dir / "rank", metric_names)
         visualize(job.rank, rank_files, full=full_table)
@@ -85,7 +90,10 @@ def check_code_records(job: JobConfig, prepare: bool = True) -> None:
     """Records' execution fields (``run_env``, ``package_downloads``, hooks...) checked, and
     the container images they need built when ``prepare``, before any test case (JSONL test
     sets). A hook a record names must be the project's or trusted by the job's testenv
-    ``code_hooks:``; anything else is a :class:`ConfigError` naming file, line and record."""
+    ``code_hooks:``; a string ``task_id`` must be unique; when a metric of the job runs the
+    records' code (:func:`~core.testcasecontroller.metrics.code_tasks.executes_code`), every
+    record must be executable. Anything else is a :class:`ConfigError` naming file, line and
+    record."""
     from core.testcasecontroller.metrics.code_execution import check_records
     from core.testenvmanager.dataset.parsers import JsonDataset, JsonlDataset
 
@@ -94,9 +102,34 @@ def check_code_records(job: JobConfig, prepare: bool = True) -> None:
     if (not isinstance(test, JsonlDataset) or dataset.test.fmt not in ("jsonl", "json")
             or (isinstance(test, JsonDataset) and test.is_coco) or test.path is None):
         return  # no per-sample records
-    if check_records(test.numbered_records(), test.path, job.testenv.sandbox,
-                     job.testenv.code_hooks, prepare=prepare) and prepare:
+    try:
+        envs = check_records(test.numbered_records(), test.path, job.testenv.sandbox,
+                             job.testenv.code_hooks, prepare=prepare,
+                             executable=_runs_code(job))
+    except ConfigError as exc:
+        if not isinstance(test, JsonDataset) or exc.line is None:
+            raise
+        prefix, at = test.locate(exc.line)  # a JSON array numbers elements, not lines
+        raise ConfigError(prefix + exc.message, source=exc.source, line=at,
+                          hint=exc.hint) from None
+    if envs and prepare:
         logger.info("container environments of the test set are ready")
+
+
+def _runs_code(job: JobConfig) -> bool:
+    """Whether a metric of ``job`` runs the test records' code (a metric that cannot be
+    resolved counts as not: its own error is reported where it is resolved)."""
+    from core.common.errors import IanvsError
+    from core.testcasecontroller.metrics.calling import resolve_metric
+    from core.testcasecontroller.metrics.code_tasks import runs_code
+
+    for spec in job.testenv.metrics:
+        try:
+            if runs_code(resolve_metric(spec)):
+                return True
+        except IanvsError:
+            continue
+    return False
 
 
 def _report(job: JobConfig, rank_files: RankFiles, metric_names: list[str],

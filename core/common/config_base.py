@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import ConfigError, suggest
+from core.common.names import PLAIN_NAME_RULE, plain_name_problem
 from core.common.yaml_loader import LinedDict, LinedList, load_yaml
 
 logger = logging.getLogger(__name__)
@@ -88,6 +89,24 @@ class Section:
             names = " or ".join(t.__name__ for t in want)
             raise self.error(key, f"must be {names}, got {type_name(value)} ({value!r})")
         return value
+
+    def name(self, key: str, what: str, default: Any = _MISSING, *,
+             allow_empty: bool = False) -> str:
+        """A string that becomes a folder name (see :mod:`core.common.names`): ``key`` read
+        with :meth:`get`, then held to the plain-name rule (``""`` passes only with
+        ``allow_empty``: no folder level at all). ``what`` says what the folder is for in the
+        message.
+
+        Raises:
+            ConfigError: missing (without ``default``), not a string, or not a plain name;
+                naming file, line and key.
+        """
+        value = self.get(key, str, default)
+        problem = None if allow_empty and value == "" else plain_name_problem(value)
+        if problem:
+            raise self.error(key, f"is {value!r}, which {problem}; it names {what}, so it "
+                                  "must be a plain name", hint=PLAIN_NAME_RULE)
+        return str(value)
 
     def section(self, key: str, default: Any = _MISSING) -> Section:
         value = self.get(key, dict, default)

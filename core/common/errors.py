@@ -56,6 +56,35 @@ class PluginError(IanvsError):
     """A plugin file failed to import or a plugin call failed."""
 
 
+def bad_utf8(data: bytes, exc: UnicodeDecodeError, first_line: int = 1) -> tuple[int, str]:
+    """``(line, message)`` for ``exc``, raised decoding ``data`` as UTF-8: the 1-based line of
+    the bad byte (``data`` starting on line ``first_line``) and what it is, e.g. ``not valid
+    UTF-8: byte 7 of the line is 0xff (invalid start byte)``."""
+    line_start = data.rfind(b"\n", 0, exc.start) + 1
+    return (first_line + data.count(b"\n", 0, exc.start),
+            f"not valid UTF-8: byte {exc.start - line_start + 1} of the line is "
+            f"0x{data[exc.start]:02x} ({exc.reason})")
+
+
+def read_utf8(path: Path, error: type[IanvsError]) -> str:
+    """The whole text file ``path`` decoded as UTF-8: the one way configuration and data files
+    are read whole, so a bad byte is always reported on its own line.
+
+    Raises:
+        error: (e.g. :class:`ConfigError`, :class:`DatasetError`) the file cannot be read, or
+            is not UTF-8 (naming the line and the byte, see :func:`bad_utf8`).
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise error(f"cannot read: {exc.strerror or exc}", source=path) from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, message = bad_utf8(data, exc)
+        raise error(message, source=path, line=line, hint="save the file as UTF-8") from None
+
+
 def suggest(name: str, candidates: Iterable[str]) -> str | None:
     """Return a "did you mean ..." phrase for the closest candidates, or None."""
     matches = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.6)

@@ -21,7 +21,6 @@ back when its task is asked for, so a recording of 100k samples does not sit in 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 from collections import defaultdict
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import DatasetError
-from core.common.jsonl import iter_jsonl, lines_with_offsets, read_json_at
+from core.common.jsonl import iter_jsonl, lines_with_offsets, parse_record, read_json_at
 from core.generation.base import Generator
 from core.generation.cache_key import sample_key
 from core.generation.types import Generation, GenerationRequest
@@ -72,12 +71,7 @@ def index_samples(path: str | os.PathLike[str]) -> dict[str, int | list[int]]:
     for lineno, start, raw in lines_with_offsets(file):
         if not raw.strip():
             continue
-        try:
-            record = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DatasetError(f"invalid JSON in samples file: {exc}", source=file,
-                               line=lineno) from exc
-        task = _check(record, file, lineno)
+        task = _check(parse_record(raw, file, lineno), file, lineno)
         known = index.get(task)
         if known is None:
             index[task] = start

@@ -63,7 +63,9 @@ def _case_dirs(job: Any) -> list[Path]:
 def _predictions(case_dir: Path) -> dict[str, dict[str, Any]]:
     """task_id -> prediction (a later line wins, as the prediction store reads it)."""
     preds: dict[str, dict[str, Any]] = {}
-    for _line, entry in iter_jsonl(case_dir / "predictions.jsonl", "prediction log"):
+    # the run's own log: a plugin's NaN value in it must not lose the finished predictions
+    for _line, entry in iter_jsonl(case_dir / "predictions.jsonl", "prediction log",
+                                   finite=False):
         pred = entry.get("prediction")
         if isinstance(pred, dict) and "task_id" in pred:
             preds[str(pred["task_id"])] = pred

@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from core.common.errors import ConfigError, IanvsError
+from core.common.yaml_loader import load_yaml
 from core.generation import create_generator
 from core.generation.cache_key import GenerationCache, cached_generate
 from core.generation.types import DecodingSettings, GenerationRequest
@@ -61,16 +60,14 @@ class Rubric:
 
 
 def load_rubric(path: str | Path) -> Rubric:
-    """Read and check a rubric YAML file.
+    """Read (with :func:`core.common.yaml_loader.load_yaml`, the loader of every YAML file:
+    ``.yaml``/``.yml``, bounded aliases) and check a rubric YAML file.
 
     Raises:
-        ConfigError: naming the file and the key that is missing or wrong.
+        ConfigError: naming the file (and line) and the key that is missing or wrong.
     """
     file = Path(path)
-    try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read the rubric: {exc}", source=file) from exc
+    data = load_yaml(file)
     if not isinstance(data, Mapping):
         raise ConfigError("a rubric must be a mapping", source=file)
     scale = data.get("scale")

@@ -31,6 +31,7 @@ from typing import Any
 
 from core.common.class_factory import ClassFactory, ClassType
 from core.common.errors import IanvsError, PluginError
+from core.common.names import inside_workspace
 from core.common.plugin_loader import load_plugin
 from core.common.redact import redact, register_secrets, scrub, secret_values
 from core.storymanager.rank.types import CaseResult, format_completion_time
@@ -131,15 +132,23 @@ def build_testcases(algorithms: list[tuple[str, AlgorithmConfig]], workspace: st
     A relative ``workspace`` gives urls joined from it as upstream; an absolute one gives
     rank-file urls relative to the workspace (``<job>/<algorithm>/<uuid>``), so published
     files do not show the user's directory layout.
+
+    Raises:
+        ConfigError: a test case folder would resolve outside ``workspace`` (a job or
+            algorithm name that is not a plain name, or a folder linking elsewhere); checked
+            before any folder is looked into or created.
     """
     cases = []
     for alg_name, algorithm in algorithms:
         alg_url = os.path.join(workspace, job_name, alg_name)
+        inside_workspace(workspace, alg_url, "the folder of algorithm " + repr(alg_name),
+                         algorithm.source)
         for combination in algorithm.combinations():
             key = _case_key(alg_name, algorithm, combination)
             found = None if fresh else _find_case_dir(Path(alg_url), key)
             case_id = found.name if found else str(uuid.uuid1())
             url = os.path.join(alg_url, case_id)
+            inside_workspace(workspace, url, "the test case folder", algorithm.source)
             public = (os.path.join(job_name, alg_name, case_id)
                       if os.path.isabs(os.path.expanduser(workspace)) else url)
             cases.append(TestCase(alg_name, algorithm, combination, key, Path(url), url,

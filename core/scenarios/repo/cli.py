@@ -7,9 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-import yaml
-
 from core.common.errors import ConfigError
+from core.common.yaml_loader import parse_yaml
 from core.scenarios.repo.authoring import AuthoringOptions
 from core.scenarios.repo.builder import BuildOptions, build
 
@@ -98,7 +97,7 @@ def generator_options(pairs: list[str], generator: str) -> dict[str, object]:
         if not params.takes_any and key not in params.accepted:
             raise ConfigError(f"--llm-option {key}: generator {generator!r} has no such option",
                               hint=f"known: {', '.join(params.accepted)}")
-        out[key] = yaml.safe_load(value) if value else ""
+        out[key] = parse_yaml(value, f"--llm-option {key}") if value else ""
     missing = [r for r in params.required if r not in out]
     if missing:
         raise ConfigError(f"--llm-generator {generator}: missing --llm-option {missing[0]}=...")

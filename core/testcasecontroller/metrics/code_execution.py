@@ -52,7 +52,8 @@ from typing import Any
 from core.common.errors import ConfigError
 from core.common.jsonl import key_prefix, lines_with_offsets, open_append, read_json_at
 from core.common.progress import progress_bar
-from core.testcasecontroller.metrics.code_tasks import (OUTPUT_PARSE, CodeTask, code_task,
+from core.testcasecontroller.metrics.code_tasks import (OUTPUT_PARSE, CodeTask,
+                                                        check_executable, code_task,
                                                         parse_verdict)
 from core.testenvmanager.testenv.testenv import SANDBOX_KEYS
 from core.testenvmanager.sandbox import (ExecMode, ExecRequest, Executor, Outcome,
@@ -281,22 +282,37 @@ def _prepare_envs(envs: Mapping[Env, Any], executor: Executor, backend: str) -> 
 
 def check_records(records: Iterable[tuple[int, Mapping[str, Any]]], source: Path,
                   sandbox: Mapping[str, Any], hooks: Sequence[str] = (),
-                  prepare: bool = True) -> int:
+                  prepare: bool = True, executable: bool = False) -> int:
     """Check every record's execution fields (:func:`code_task`; ``hooks`` are the functions
     the job trusts, testenv ``code_hooks:``) and, when some need container environments and
     ``prepare`` is true, build them with the configured backend: run once before any test
     case, so a bad record is one error naming the file and line before anything runs.
-    ``records`` are ``(line, record)`` pairs. Returns the number of environments needed.
+    ``records`` are ``(line, record)`` pairs. A string ``task_id`` must be unique in the file
+    (results are keyed by it). With ``executable`` (a metric of the job runs the records'
+    code), every record must also pass :func:`check_executable`. Returns the number of
+    environments needed.
 
     Raises:
-        ConfigError: the first bad record, or an image/package/backend problem.
+        ConfigError: the first bad record (naming ``source`` and its line; a duplicate
+            ``task_id`` also the line of the first), or an image/package/backend problem.
     """
     envs: dict[Env, str] = {}
+    seen: dict[str, int] = {}
     for line, record in records:
         try:
+            if executable:
+                check_executable(record)
             task = code_task(record, hooks)
         except ConfigError as exc:
-            raise ConfigError(str(exc), source=source, line=line) from None
+            raise ConfigError(exc.message, source=source, line=line, hint=exc.hint) from None
+        task_id = record.get("task_id")
+        if isinstance(task_id, str):
+            if task_id in seen:
+                raise ConfigError(f"duplicate task_id {task_id!r} (first on line "
+                                  f"{seen[task_id]})", source=source, line=line,
+                                  hint="every record needs its own task_id: results, counts "
+                                       "and the report are keyed by it")
+            seen[task_id] = line
         if task.needs_container:
             envs.setdefault((task.run_env, tuple(sorted(task.packages.items()))),
                             str(record.get("task_id")))

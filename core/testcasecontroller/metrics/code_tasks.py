@@ -30,6 +30,13 @@ that is already allowed; it never supplies code or an import path of its own:
   A trusted hook runs in the ``ianvs`` process, unsandboxed, over the sample's output (which
   the sample controls): only trust code you wrote or reviewed.
 
+**Executable records.** A metric that runs each record's code (marked with
+:func:`executes_code`, e.g. ``pass_at_k``) needs every record to be runnable:
+:func:`check_executable` requires a non-empty string ``task_id`` and a string ``prompt``, and
+either ``test`` (Python defining ``check(candidate)``) with an identifier ``entry_point``
+(HumanEval style) or ``test_code`` (script style); optional fields have their documented types
+(``canonical_solution`` text, ``timeout`` positive seconds, ``grading`` a tier).
+
 Any other value is refused by :func:`code_task` with one :class:`ConfigError` naming the record,
 the field, the value, the allowed hooks and how to trust a function in testenv.yaml, *before*
 anything is imported or called: a module named only by a dataset is never imported (importing
@@ -44,14 +51,14 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from core.common.class_factory import ClassFactory
 from core.common.errors import ConfigError, IanvsError
 
 __all__ = ["CODE_HOOK", "BUILTIN_HOOKS", "HOOK_FIELDS", "CodeTask", "code_task", "resolve_hook",
            "check_trusted_hook", "allowed_hooks", "append_test_code", "parse_verdict",
-           "OUTPUT_PARSE", "last_line_is_ok"]
+           "OUTPUT_PARSE", "last_line_is_ok", "executes_code", "runs_code", "check_executable"]
 
 #: registry group of merge and parse functions
 CODE_HOOK = "code_hook"
@@ -63,6 +70,73 @@ FIELDS = ("run_env", "package_downloads", "test_code", *HOOK_FIELDS, "benchmark_
 #: the testenv.yaml key that lists the functions a job trusts as hooks
 TRUST_KEY = "code_hooks"
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+#: the attribute :func:`executes_code` sets on a metric function
+_EXECUTES = "executes_code"
+_EXECUTABLE_HINT = ("a record that a code-executing metric runs needs task_id, prompt, and test "
+                    "with entry_point (HumanEval style) or test_code (script style); see "
+                    "docs/proposals/scenarios/smart_coding/codegen.md")
+
+
+def executes_code(fn: _F) -> _F:
+    """Mark the metric function ``fn`` as one that runs each test record's code: a job using it
+    has every record checked with :func:`check_executable` before anything runs. Returns
+    ``fn``."""
+    setattr(fn, _EXECUTES, True)
+    return fn
+
+
+def runs_code(fn: Any) -> bool:
+    """Whether the metric ``fn`` was marked with :func:`executes_code`."""
+    return getattr(fn, _EXECUTES, False) is True
+
+
+def _text_field(record: Mapping[str, Any], name: str, where: str, required: bool) -> None:
+    value = record.get(name)
+    if value is None and not required:
+        return
+    if name not in record:
+        raise ConfigError(f"{where}: field {name!r} is missing", hint=_EXECUTABLE_HINT)
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: field {name!r} must be text, got "
+                          f"{type(value).__name__} {value!r}"[:200], hint=_EXECUTABLE_HINT)
+
+
+def check_executable(record: Mapping[str, Any]) -> None:
+    """Check that a code-executing metric can run ``record`` (see the module docstring).
+
+    Raises:
+        ConfigError: the first missing or mistyped field, naming the record (its ``task_id``)
+            and the field; without location (the caller adds file and line).
+    """
+    from core.testenvmanager.sandbox.types import GradingTier
+
+    task_id = record.get("task_id")
+    where = f"record {task_id!r}" if isinstance(task_id, str) else "record"
+    _text_field(record, "task_id", where, required=True)
+    if not str(task_id).strip():
+        raise ConfigError(f"{where}: field 'task_id' is empty", hint=_EXECUTABLE_HINT)
+    script = record.get("test_code") is not None
+    _text_field(record, "prompt", where, required=True)
+    _text_field(record, "test", where, required=not script)
+    _text_field(record, "entry_point", where, required=not script)
+    _text_field(record, "canonical_solution", where, required=False)
+    entry = record.get("entry_point")
+    if isinstance(entry, str) and not entry.isidentifier():
+        raise ConfigError(f"{where}: field 'entry_point' must be a Python identifier (the "
+                          f"function under test), got {entry!r}", hint=_EXECUTABLE_HINT)
+    timeout = record.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not math.isfinite(timeout) or timeout <= 0):
+        raise ConfigError(f"{where}: field 'timeout' must be a positive number of seconds, got "
+                          f"{timeout!r}")
+    tiers = [tier.value for tier in GradingTier]
+    grading = record.get("grading")
+    if grading is not None and grading not in tiers:
+        raise ConfigError(f"{where}: field 'grading' must be one of {', '.join(tiers)}, got "
+                          f"{grading!r}")
 
 
 def append_test_code(code: str, test_code: str) -> str:

@@ -16,6 +16,10 @@ Predictions are those of :class:`core.generation.codegen_model.CodegenModel`: pe
   names the backend and, for backends that dispatch (``dask``), the nodes that graded the
   samples, e.g. ``dask:local[edge1,edge2]`` (``local`` when graded on this machine).
 * :func:`exec_accuracy` -- share of scored samples that pass.
+
+Both run each record's code, so they are marked with
+:func:`~core.testcasecontroller.metrics.code_tasks.executes_code`: a job using them has every
+test record checked as executable before anything runs.
 * :func:`edge_cost` -- mean generation latency per sample (``latency_s``) and decoding
   throughput (``tokens_per_s`` = completion tokens / generation seconds).
 """
@@ -33,6 +37,7 @@ from typing import Any
 from core.common.errors import ConfigError
 from core.testcasecontroller.metrics.code_execution import (GENERATION_ERROR, SampleResult,
                                                             iter_results)
+from core.testcasecontroller.metrics.code_tasks import executes_code
 from core.testcasecontroller.metrics.passk import mean_pass_at_k
 from core.testenvmanager.sandbox import Outcome
 
@@ -61,6 +66,7 @@ def _results(y_pred: Sequence[Any], context: Any) -> Iterator[list[SampleResult]
                         hooks=tuple(getattr(context, "code_hooks", ())))
 
 
+@executes_code
 def pass_at_k(y_true: Any, y_pred: Sequence[Any], context: Any = None,
               k: int | Sequence[int] = 1) -> dict[str, Any]:
     """pass@k columns and outcome counts (see the module docstring)."""
@@ -147,6 +153,7 @@ pass_at_k.columns = lambda k=1: [f"pass@{kk}" for kk in _ks(k)] + list(OUTCOME_C
     "unscored_tasks", "grading", "isolation", "executed_by"]
 
 
+@executes_code
 def exec_accuracy(y_true: Any, y_pred: Sequence[Any], context: Any = None) -> float:
     """Share of scored samples that pass (NaN when nothing could be scored)."""
     scored = passed = 0

@@ -13,7 +13,7 @@ crashed on them). Every record keeps all its fields. A malformed line raises
 from __future__ import annotations
 
 import csv
-import json
+import io
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from core.common.errors import DatasetError
-from core.common.jsonl import iter_jsonl
+from core.common.errors import DatasetError, read_utf8
+from core.common.jsonl import (NON_FINITE_HINT, iter_jsonl, non_finite_message,
+                               read_json_file)
 
 logger = logging.getLogger(__name__)
 
@@ -240,10 +241,7 @@ class MetaDataset(JsonlDataset):
         self.metadata_path = path
         self.dataset_name = self.description = self.level_1_dim = self.level_2_dim = ""
         if path is not None and path.exists():
-            try:
-                meta = json.loads(path.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise DatasetError(f"invalid JSON: {exc}", source=path) from exc
+            meta = read_json_file(path)
             if not isinstance(meta, dict) or "dataset" not in meta:
                 raise DatasetError("metadata must be a JSON object with a 'dataset' field",
                                    source=path)
@@ -310,13 +308,7 @@ class JsonDataset(JsonlDataset):
             if self.path is None or not self.path.exists():
                 self._data = []
             else:
-                try:
-                    self._data = json.loads(self.path.read_text(encoding="utf-8"))
-                except UnicodeDecodeError as exc:
-                    raise DatasetError(f"not UTF-8 text: {exc}", source=self.path) from exc
-                except json.JSONDecodeError as exc:
-                    raise DatasetError(f"invalid JSON: {exc.msg}", source=self.path,
-                                       line=exc.lineno) from exc
+                self._data = read_json_file(self.path)
         return self._data
 
     @property
@@ -343,6 +335,10 @@ class JsonDataset(JsonlDataset):
             if not isinstance(obj, dict):
                 raise DatasetError(f"element {number} is a {type(obj).__name__}, not an "
                                    "object", source=self.path)
+            problem = non_finite_message(obj)
+            if problem:
+                raise DatasetError(f"array element {number}: {problem}", source=self.path,
+                                   hint=NON_FINITE_HINT)
             yield number, obj
 
     def records(self) -> Iterator[dict[str, Any]]:
@@ -394,7 +390,7 @@ class TxtIndexDataset(ParsedDataset):
         ys: list[Any] = []
         if self.path is not None and self.path.exists():
             base = self.path.parent
-            for raw in self.path.read_text(encoding="utf-8").splitlines():
+            for raw in read_utf8(self.path, DatasetError).splitlines():
                 tokens = raw.split()
                 if not tokens:
                     continue
@@ -421,24 +417,22 @@ class CsvDataset(ParsedDataset):
     def records(self) -> Iterator[dict[str, Any]]:
         if self.path is None or not self.path.exists():
             return
-        with self.path.open(newline="", encoding="utf-8") as handle:
-            yield from csv.DictReader(handle)
+        yield from csv.DictReader(io.StringIO(read_utf8(self.path, DatasetError), newline=""))
 
     def _materialise(self) -> None:
         xs: list[list[str]] = []
         ys: list[str] = []
         if self.path is not None and self.path.exists():
-            with self.path.open(newline="", encoding="utf-8") as handle:
-                reader = csv.DictReader(handle)
-                self.columns = list(reader.fieldnames or [])
-                if self.label and self.label not in self.columns:
-                    raise DatasetError(f"CSV has no label column {self.label!r}",
-                                       source=self.path, line=1,
-                                       hint=f"columns are: {', '.join(self.columns)}")
-                for row in reader:
-                    if self.label:
-                        ys.append(row[self.label])
-                    xs.append([v for k, v in row.items() if k != self.label])
+            reader = csv.DictReader(io.StringIO(read_utf8(self.path, DatasetError), newline=""))
+            self.columns = list(reader.fieldnames or [])
+            if self.label and self.label not in self.columns:
+                raise DatasetError(f"CSV has no label column {self.label!r}",
+                                   source=self.path, line=1,
+                                   hint=f"columns are: {', '.join(self.columns)}")
+            for row in reader:
+                if self.label:
+                    ys.append(row[self.label])
+                xs.append([v for k, v in row.items() if k != self.label])
         self._x, self._y = to_array(xs), to_array(ys)
 
 
