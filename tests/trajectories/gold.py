@@ -5,7 +5,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from core.scenarios.implement_change.scoring import parse_for_task
+from core.scenarios.implement_change.scoring import task_sample
 from core.scenarios.repo.env import ensure_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
 from core.scenarios.repo.scoring import source_root
@@ -15,12 +15,12 @@ def gold_and_unchanged(tasks: list[dict[str, Any]], reference: Callable[[dict[st
                        sources: Path) -> dict[str, tuple[str, SampleResult, SampleResult]]:
     """``task id -> (form, result of the reference change, result of the tree left unchanged)``.
 
-    The reference reply is parsed as any model's reply (``parse_for_task``, as the kinds'
-    ``grade`` does; a reply that does not parse fails the caller's assertion on ``form``/outcome: its
-    result is the parse failure, nothing run). The unchanged tree runs its tests for real (not
-    short-cut as ``no_change``). Both samples of every task sharing a root run in one executor
-    on two workers: a task root's fork server (with the repository's dependencies preloaded)
-    starts once, not once per sample."""
+    The reference reply is parsed and run as any model's reply (``task_sample``, as the kinds'
+    ``grade`` does: the task's test side refused and pinned; a reply that does not parse fails
+    the caller's assertion on ``form``/outcome: its result is the parse failure, nothing run).
+    The unchanged tree runs its tests for real (not short-cut as ``no_change``). Both samples of
+    every task sharing a root run in one executor on two workers: a task root's fork server
+    (with the repository's dependencies preloaded) starts once, not once per sample."""
     by_root: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for task in tasks:
         by_root[task["repo"]["content_hash"]].append(task)
@@ -32,13 +32,11 @@ def gold_and_unchanged(tasks: list[dict[str, Any]], reference: Callable[[dict[st
         failed: dict[str, SampleResult] = {}
         forms: dict[str, str] = {}
         for task in group:
-            parsed = parse_for_task(reference(task), task, root)
-            forms[task["id"]] = parsed.form
-            if parsed.failure:
-                failed[task["id"]] = SampleResult(f"{task['id']}#ref", task["id"], parsed.failure, {},
-                                                  parsed.detail, 0.0)
+            item, forms[task["id"]] = task_sample(f"{task['id']}#ref", task, reference(task), root)
+            if isinstance(item, SampleResult):
+                failed[task["id"]] = item
             else:
-                samples.append(Sample(f"{task['id']}#ref", task, None, edits=parsed.edits))
+                samples.append(item)
             samples.append(Sample(f"{task['id']}#unchanged", task, None, edits={}))
         results = {r.sample_id: r for r in run_samples(samples, root, env, default_views_dir(), workers=2,
                                                         timeout=300)}

@@ -80,7 +80,7 @@ def test_builder_grades_by_tests_the_step_that_flips_a_test(built: dict[str, Any
     assert "tests" not in doc and "source" not in doc["repo"]
     assert report["grading"] == {"tests": 1, "similarity": 2, "reasons": {
         "no_code_change": 1, "no_tests": 0, "not_validated": 0, "no_pass_at_commit": 0, "no_fail_to_pass": 1,
-        "tests": 1}}
+        "edits_test_side": 0, "tests": 1}}
     assert tuple(report["grading"]["reasons"]) == GRADING_REASONS
     for task in tasks.values():
         get_kind("revise").validate(task)

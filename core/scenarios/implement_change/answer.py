@@ -16,8 +16,16 @@ Outcomes other than edits (each its own failure kind, never a test run):
 * ``malformed_diff`` -- a diff git cannot parse (``corrupt patch``, no valid patch);
 * ``diff_does_not_apply`` -- a well-formed diff whose context does not match the parent's files;
 * ``no_change`` -- no file block, no diff, or edits identical to the files as they are;
-* ``bad_path`` -- a path that is absolute, climbs out (``..``), is inside ``.git``, is a symlink
-  or a test file of the task (the tests are the task's, not the model's).
+* ``bad_path`` -- a path with no canonical form (absolute, ``..``/``.``/empty segments, a
+  trailing ``/``, backslashes, control characters, inside ``.git``), a symbolic link or a path
+  through one, a file where the tree has a folder (or the reverse), or a path on the task's
+  *test side*: its tests and what pytest reads to configure, collect and import them
+  (:mod:`.paths`). The detail says which path and why.
+
+Paths are canonicalised once, where the reply is read (:func:`.paths.canonical_path`); the
+edits are keyed by the canonical path only. The diff's files are the ones ``git apply --numstat
+-z`` names, each checked before anything is applied; after applying, a file of the scratch
+tree that was not checked refuses the whole reply.
 """
 from __future__ import annotations
 
@@ -25,12 +33,14 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from core.generation.extract import fenced_blocks
+from core.scenarios.implement_change.paths import TestSide, canonical_path
 
-__all__ = ["ParsedChange", "parse_change", "FAILURE_KINDS"]
+__all__ = ["ParsedChange", "parse_change", "FAILURE_KINDS", "TestSide"]
 
 FAILURE_KINDS = ("malformed_diff", "diff_does_not_apply", "no_change", "bad_path")
 _FILE_LINE = re.compile(r"^\s*(?:#+\s*|\*\*)?(?:file(?:name)?\s*:\s*)?`?(?P<path>[\w./][\w./-]*)`?\**\s*:?\s*$",
@@ -49,20 +59,20 @@ class ParsedChange:
     detail: str = ""
 
 
-def _safe(path: str, root: Path, tests: set[str]) -> str | None:
-    """Why ``path`` may not be edited, or None."""
-    pure = PurePosixPath(path)
-    if pure.is_absolute() or ".." in pure.parts or not pure.parts or pure.parts[0] == ".git":
-        return f"{path}: not a relative path inside the repository"
-    if path in tests:
-        return f"{path}: a test file of the task"
+def _refusal(raw: str, root: Path, side: TestSide) -> tuple[str, str]:
+    """``(canonical path, "")`` when an answer may write ``raw`` into the tree at ``root``, else
+    ``("", why)``."""
+    path, why = canonical_path(raw)
+    if why:
+        return "", f"{why} (not a relative path inside the repository)"
     target = root / path
     inside = [target, *(p for p in target.parents if root in p.parents)]
     if any(p.is_symlink() for p in inside):
-        return f"{path}: a symbolic link"
+        return "", f"{path}: a symbolic link"
     if any(p.exists() and not p.is_dir() for p in inside[1:]) or target.is_dir():
-        return f"{path}: not a file path of the repository"
-    return None
+        return "", f"{path}: not a file path of the repository"
+    why = side.refusal(path) or ""
+    return ("", why) if why else (path, "")
 
 
 def _whole_files(reply: str, default_path: str | None = None) -> list[tuple[str, str]]:
@@ -79,7 +89,7 @@ def _whole_files(reply: str, default_path: str | None = None) -> list[tuple[str,
         if lang in ("diff", "patch"):
             continue
         if path:
-            found.append((path.removeprefix("./"), match.group("body")))
+            found.append((path, match.group("body")))
         else:
             unnamed.append(match.group("body"))
     if not found and len(unnamed) == 1 and default_path and not _DIFF_HEADER.search(unnamed[0]):
@@ -94,7 +104,26 @@ def _diff_text(reply: str) -> str | None:
     return reply if _DIFF_HEADER.search(reply) and "+++ " in reply else None
 
 
-def _apply(diff: str, root: Path, tests: set[str]) -> ParsedChange:
+def _numstat_paths(out: str) -> list[str]:
+    """The files ``git apply --numstat -z`` names (both names of a rename, where git gives two)."""
+    paths: list[str] = []
+    fields = out.split("\0")
+    i = 0
+    while i < len(fields):
+        head = fields[i]
+        i += 1
+        if head.count("\t") < 2:
+            continue
+        name = head.split("\t", 2)[2]
+        if name:
+            paths.append(name)
+        else:  # -z: a rename or copy is "added\tdeleted\t" then its old and new names
+            paths += [p for p in fields[i:i + 2] if p]
+            i += 2
+    return paths
+
+
+def _apply(diff: str, root: Path, side: TestSide) -> ParsedChange:
     if not diff.endswith("\n"):
         diff += "\n"
     with tempfile.TemporaryDirectory(prefix="ianvs-apply-") as tmp:
@@ -106,17 +135,19 @@ def _apply(diff: str, root: Path, tests: set[str]) -> ParsedChange:
         # the patch relative to that repository's root)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "GIT_CONFIG_NOSYSTEM": "1",
                "GIT_CONFIG_GLOBAL": os.devnull, "LANG": "C.UTF-8", "GIT_CEILING_DIRECTORIES": tmp}
-        listed = subprocess.run(["git", "apply", "--recount", "--numstat", str(patch)], cwd=scratch,
+        listed = subprocess.run(["git", "apply", "--recount", "--numstat", "-z", str(patch)], cwd=scratch,
                                 capture_output=True, text=True, env=env, check=False)
         if listed.returncode != 0:
             return ParsedChange("diff", failure="malformed_diff", detail=listed.stderr.strip()[-300:])
-        paths = [line.split("\t", 2)[2] for line in listed.stdout.splitlines() if line.count("\t") >= 2]
-        if not paths:
+        named = _numstat_paths(listed.stdout)
+        if not named:
             return ParsedChange("diff", failure="malformed_diff", detail="no file in the diff")
-        for path in paths:
-            why = _safe(path, root, tests)
+        paths: list[str] = []
+        for raw in named:
+            path, why = _refusal(raw, root, side)
             if why:
                 return ParsedChange("diff", failure="bad_path", detail=why)
+            paths.append(path)
             src = root / path
             if src.is_file():
                 (scratch / path).parent.mkdir(parents=True, exist_ok=True)
@@ -128,27 +159,37 @@ def _apply(diff: str, root: Path, tests: set[str]) -> ParsedChange:
             kind = "malformed_diff" if ("corrupt patch" in err or "No valid patches" in err) \
                 else "diff_does_not_apply"
             return ParsedChange("diff", failure=kind, detail=err[-300:])
+        checked = set(paths)
         edits: dict[str, str] = {}
-        for path in paths:
-            out = scratch / path
-            if out.is_symlink():
-                return ParsedChange("diff", failure="bad_path", detail=f"{path}: a symbolic link")
-            if out.is_file():
+        for dirpath, _dirs, filenames in os.walk(scratch):
+            for fname in filenames:
+                out = Path(dirpath, fname)
+                path = out.relative_to(scratch).as_posix()
+                if path not in checked:
+                    return ParsedChange("diff", failure="bad_path",
+                                        detail=f"{path}: written by the diff, not named by it")
+                if out.is_symlink():
+                    return ParsedChange("diff", failure="bad_path", detail=f"{path}: a symbolic link")
                 edits[path] = out.read_text(encoding="utf-8", errors="replace")
         return ParsedChange("diff", edits=edits)
 
 
-def parse_change(reply: str, root: Path, tests: list[str], default_path: str | None = None) -> ParsedChange:
-    """The edits a reply makes to the tree at ``root`` (module docstring). Whole-file blocks win
-    when the reply has both forms. ``default_path``: the one file a task changes, if it changes
-    exactly one; a reply whose only code block names no path is taken as that file. Edits equal
-    to the current file are dropped; nothing left is ``no_change``."""
-    test_set = set(tests)
+def parse_change(reply: str, root: Path, tests: TestSide | Sequence[str] | None,
+                 default_path: str | None = None) -> ParsedChange:
+    """The edits a reply makes to the tree at ``root`` (module docstring), keyed by canonical
+    path. ``tests``: the task's test side (:class:`.paths.TestSide`; a list of test file paths
+    builds one from them alone; None guards nothing but the paths' form -- for a tree whose
+    tests never run). Whole-file blocks win when the reply has both forms. ``default_path``: the
+    one file a task changes, if it changes exactly one; a reply whose only code block names no
+    path is taken as that file. Edits equal to the current file are dropped; nothing left is
+    ``no_change``."""
+    side = tests if isinstance(tests, TestSide) else \
+        TestSide.unguarded(root) if tests is None else TestSide.for_tests(root, tests)
     files = _whole_files(reply, default_path)
     if files:
         parsed = ParsedChange("files", edits={})
-        for path, text in files:
-            why = _safe(path, root, test_set)
+        for raw, text in files:
+            path, why = _refusal(raw, root, side)
             if why:
                 return ParsedChange("files", failure="bad_path", detail=why)
             parsed.edits[path] = text
@@ -156,7 +197,7 @@ def parse_change(reply: str, root: Path, tests: list[str], default_path: str | N
         diff = _diff_text(reply)
         if diff is None:
             return ParsedChange("", failure="no_change", detail="neither file blocks nor a diff")
-        parsed = _apply(diff, root, test_set)
+        parsed = _apply(diff, root, side)
         if parsed.failure:
             return parsed
     changed = {p: t for p, t in parsed.edits.items()

@@ -17,7 +17,8 @@ repo kind's :func:`~core.scenarios.repo.env.ensure_env` creates and caches it).
    that pass in both are a PASS_TO_PASS sample. A candidate is kept when FAIL_TO_PASS is not
    empty (``no_fail_to_pass`` otherwise; ``no_pass_at_commit`` when no touched test passes at
    the commit: it fails, errors or is skipped in the pinned environment -- code older than the
-   pins, or tests of an optional dependency the environment lacks).
+   pins, or tests of an optional dependency the environment lacks; ``edits_test_side`` when the
+   commit's own change writes what no reply may write, :func:`.paths.gold_refusals`).
 3. **Output.** One task record per kept candidate (docs/proposals/scenarios/smart_coding/
    trajectories.md), and per task its root as a deterministic ``.tar.gz`` in ``--sources-dir``
    (the job reads it: ``repo.source``; checked against ``repo.content_hash``). The report
@@ -44,6 +45,7 @@ from typing import Any
 
 from core.common.jsonl import iter_jsonl
 from core.common.progress import progress_bar
+from core.scenarios.implement_change.paths import gold_refusals
 from core.scenarios.repo.env import ensure_env
 from core.scenarios.repo.source import content_hash
 from core.scenarios.repo.testrun import run_tests
@@ -57,7 +59,7 @@ LOG = logging.getLogger(__name__)
 
 STEP_REASONS = ("merge", "root_commit", "outside_window", "diff_truncated", "no_tests_touched", "no_code_change",
                 "change_too_large", "context_too_large")
-VALIDATION_REASONS = ("no_pass_at_commit", "no_fail_to_pass", "kept")
+VALIDATION_REASONS = ("no_pass_at_commit", "no_fail_to_pass", "edits_test_side", "kept")
 
 
 @dataclass
@@ -261,9 +263,13 @@ def _validate(step: dict[str, Any], repo: GitRepo, env: Any, opts: ImplementOpti
             return "no_fail_to_pass", None
         p2p = sorted(good & _passed(before))[:opts.p2p]
         archive = f"{name}.tar.gz"
-        write_archive(task_root, opts.sources_dir / archive)
         task = _task(step, repo, opts, step["repo"]["name"], content_hash(task_root), archive, f2p, p2p,
                      env.pins)
+        refused = gold_refusals(task, task_root)
+        if refused:
+            LOG.info("%s: its change edits the test side: %s", step["id"], refused[0])
+            return "edits_test_side", None
+        write_archive(task_root, opts.sources_dir / archive)
         LOG.info("%s: %d FAIL_TO_PASS, %d PASS_TO_PASS", step["id"], len(f2p), len(p2p))
         return "kept", task
     finally:

@@ -12,10 +12,13 @@ testenv.yaml::
 Per sample, the reply is parsed (:func:`.answer.parse_change`: whole files or a unified diff,
 applied outside the sandbox to a scratch copy by ``git apply``, never executed). A reply that
 gives no usable change is scored 0 under its failure kind (``malformed_diff``,
-``diff_does_not_apply``, ``no_change``, ``bad_path``) without running anything. Otherwise its
-edits are written into a private hard-link view of the task root and the task's FAIL_TO_PASS
-and PASS_TO_PASS tests run in the sandbox with the one pinned environment -- the repo kind's
-machinery unchanged (:func:`core.scenarios.repo.execute.run_samples`, the environments of
+``diff_does_not_apply``, ``no_change``, ``bad_path``) without running anything; an answer that
+writes the task's *test side* (its tests and what pytest reads to configure, collect and import
+them, :mod:`.paths`) is ``bad_path``, the reason in the result's detail. Otherwise its edits are
+written into a private hard-link view of the task root, then the test side is written there again
+from the task root (``Sample.pinned``: whatever the edits did, the tests are the task's), and the
+task's FAIL_TO_PASS and PASS_TO_PASS tests run in the sandbox with the one pinned environment --
+the repo kind's machinery (:func:`core.scenarios.repo.execute.run_samples`, the environments of
 :func:`core.scenarios.repo.env.ensure_env`, the source cache and content-hash check of
 :func:`core.scenarios.repo.scoring.source_root`). Grading tier: ``in_process``, as for repo
 tasks.
@@ -44,27 +47,40 @@ from core.common.errors import ConfigError
 from core.common.jsonl import open_append
 from core.common.progress import progress_bar
 from core.scenarios.implement_change.answer import FAILURE_KINDS, ParsedChange, parse_change
+from core.scenarios.implement_change.paths import TestSide
 from core.scenarios.repo.env import ensure_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
 from core.scenarios.repo.metrics import OUTCOMES, summarise
 from core.scenarios.repo.scoring import load_executions, source_root
 from core.scenarios.trajectories.periods import commit_time, period_labels, period_of
 
-__all__ = ["implement_tests", "EXECUTIONS_FILE", "grade", "grade_iter", "grade_logged", "parse_for_task", "sample_key"]
+__all__ = ["implement_tests", "EXECUTIONS_FILE", "grade", "grade_iter", "grade_logged", "parse_for_task", "sample_key",
+           "task_sample"]
 
 LOG = logging.getLogger(__name__)
 
 EXECUTIONS_FILE = "implement_executions.jsonl"
 #: bumped whenever how a sample is graded changes (a resumed run never reuses older verdicts)
-GRADING_VERSION = 2  # 2: a single unnamed block is the task's one file
+GRADING_VERSION = 3  # 2: a single unnamed block is the task's one file; 3: the test side is refused and pinned
 
 
-def parse_for_task(reply: str, rec: Mapping[str, Any], root: Path) -> ParsedChange:
+def parse_for_task(reply: str, rec: Mapping[str, Any], root: Path, side: TestSide | None = None) -> ParsedChange:
     """``reply`` read as a change to the task's root (:func:`.answer.parse_change`): the task's
-    test files are off limits, and a task that changes one file takes a single unnamed code
-    block as that file."""
+    test side (``side``, default :meth:`.paths.TestSide.for_task`) is off limits, and a task
+    that changes one file takes a single unnamed code block as that file."""
     only = rec["files"][0] if len(rec["files"]) == 1 else None
-    return parse_change(reply, root, list(rec.get("test_files") or []), default_path=only)
+    return parse_change(reply, root, side or TestSide.for_task(rec, root), default_path=only)
+
+
+def task_sample(sample_id: str, rec: dict[str, Any], reply: str, root: Path) -> tuple[Sample | SampleResult, str]:
+    """What to run for ``reply`` to task ``rec`` (root ``root``): a :class:`Sample` with its
+    edits and the task's test side pinned in its view, or -- when the reply gives no usable
+    change -- its result (the parse failure, nothing run); and the reply's form."""
+    side = TestSide.for_task(rec, root)
+    parsed = parse_for_task(reply, rec, root, side)
+    if parsed.failure:
+        return SampleResult(sample_id, rec["id"], parsed.failure, {}, parsed.detail, 0.0), parsed.form
+    return Sample(sample_id, rec, None, edits=parsed.edits, pinned=side.pinned(parsed.edits)), parsed.form
 
 
 def grade_iter(samples: list[tuple[str, dict[str, Any], str]], sources_dir: Path, workers: int = 2,
@@ -83,12 +99,12 @@ def grade_iter(samples: list[tuple[str, dict[str, Any], str]], sources_dir: Path
         runnable: list[Sample] = []
         forms: dict[str, str] = {}
         for sample_id, rec, reply in items:
-            parsed = parse_for_task(reply, rec, root)
-            if parsed.failure:
-                yield sample_id, SampleResult(sample_id, rec["id"], parsed.failure, {}, parsed.detail, 0.0), parsed.form
+            prepared, form = task_sample(sample_id, rec, reply, root)
+            if isinstance(prepared, SampleResult):
+                yield sample_id, prepared, form
                 continue
-            runnable.append(Sample(sample_id, rec, None, edits=parsed.edits))
-            forms[sample_id] = parsed.form
+            runnable.append(prepared)
+            forms[sample_id] = form
         for res in run_samples(runnable, root, env, default_views_dir(), workers=workers, timeout=timeout,
                                min_isolation=min_isolation):
             yield res.sample_id, res, forms[res.sample_id]

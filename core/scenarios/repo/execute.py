@@ -139,11 +139,14 @@ class Sample:
     ``edits`` (relative path -> whole new text), when given, are written into the view instead
     of injecting ``code`` (the implement-change kind: a change to any files of the task root;
     the caller has checked the paths, :mod:`core.scenarios.implement_change.answer`); ``{}``
-    runs the root unchanged."""
+    runs the root unchanged. ``pinned`` (canonical relative paths) are written from the root
+    *after* the edits, or removed where the root has none (:func:`.view.make_view`): the
+    implement-change kind pins its task's test side there."""
     sample_id: str
     task: dict
     code: str | None
     edits: dict[str, str] | None = None
+    pinned: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -312,7 +315,7 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
                 early.append(SampleResult(s.sample_id, task["task_id"], "syntax_error", {}, str(exc), 0.0,
                                           executed_by=env.backend))
                 continue
-            view = make_view(root, tmp / f"v{n}", edits)
+            view = make_view(root, tmp / f"v{n}", edits, s.pinned)
             views[s.sample_id] = view
             tests = [*task["tests"]["fail_to_pass"], *task["tests"]["pass_to_pass"], *written_test_ids(task)]
             deselect = [f"--deselect={d}" for d in task["tests"].get("deselect", [])]

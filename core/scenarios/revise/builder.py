@@ -35,6 +35,8 @@ other task by similarity to the real revision. Each kept task gets ``grading`` a
 ``no_pass_at_commit``  none of those tests passes at the step in the pinned environment
 ``no_fail_to_pass``    none passes at the step and not at its parent (with the step's own test
                        changes applied): the step flips no test
+``edits_test_side``    the step's own change writes what no reply may write (a pytest
+                       configuration file, say: :func:`core.scenarios.implement_change.paths.gold_refusals`)
 ``tests``              graded by tests: FAIL_TO_PASS and a PASS_TO_PASS sample recorded
 =====================  ========================================================================
 
@@ -65,6 +67,7 @@ from core.common.errors import ConfigError
 from core.common.jsonl import iter_jsonl
 from core.common.progress import progress_bar
 from core.scenarios.implement_change.builder import export_roots, write_archive
+from core.scenarios.implement_change.paths import gold_refusals
 from core.scenarios.repo.env import RepoEnv, ensure_env
 from core.scenarios.repo.source import content_hash
 from core.scenarios.repo.testrun import run_tests
@@ -76,7 +79,7 @@ __all__ = ["ReviseOptions", "build_revise_tasks", "REASONS", "GRADING_REASONS", 
 LOG = logging.getLogger(__name__)
 
 GRADING_REASONS = ("no_code_change", "no_tests", "not_validated", "no_pass_at_commit", "no_fail_to_pass",
-                   "tests")
+                   "edits_test_side", "tests")
 
 REASONS = ("outside_window", "not_in_pr", "first_in_pr", "merge", "previous_not_kept", "not_consecutive",
            "diff_truncated", "diff_too_large", "binary_only", "deletes_files", "context_too_large")
@@ -206,17 +209,22 @@ def _validate(task: dict[str, Any], step: dict[str, Any], tests: list[str], repo
         f2p = sorted(good - passed_before)
         if not f2p:
             return "no_fail_to_pass"
+        graded = {**task, "test_files": step_tests,
+                  "tests": {"fail_to_pass": f2p, "pass_to_pass": sorted(good & passed_before)[:opts.p2p],
+                            "deselect": []},
+                  **{key: {p: t for p, t in task[key].items() if p not in step_tests}
+                     for key in ("files", "reference_files")}}
+        refused = gold_refusals(graded, task_root)
+        if refused:
+            LOG.info("%s: its change edits the test side: %s", step["id"], refused[0])
+            return "edits_test_side"
         archive = f"{name}.tar.gz"
         write_archive(task_root, opts.sources() / archive)
         task["grading"] = "tests"
         task["repo"].update({"commit": step["commit"], "parent": step["parents"][0],
                              "content_hash": content_hash(task_root), "source": archive})
         task["env"] = {"requirements": sorted(opts.requirements), "pins": env.pins}
-        task["test_files"] = step_tests
-        task["tests"] = {"fail_to_pass": f2p, "pass_to_pass": sorted(good & passed_before)[:opts.p2p],
-                         "deselect": []}
-        for key in ("files", "reference_files"):
-            task[key] = {p: t for p, t in task[key].items() if p not in step_tests}
+        task.update({key: graded[key] for key in ("test_files", "tests", "files", "reference_files")})
         LOG.info("%s: test-graded, %d FAIL_TO_PASS", step["id"], len(f2p))
         return "tests"
     finally:

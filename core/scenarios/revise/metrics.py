@@ -24,9 +24,15 @@ tree holding the task's ``files`` (the state after the previous step); nothing o
 
 **Tests** (tasks with ``grading: tests``). The same reply is graded exactly as an
 implement_change sample (:func:`core.scenarios.implement_change.scoring.grade`): parsed against
-the task root, its edits written into a private hard-link view of the root and the task's
-FAIL_TO_PASS + PASS_TO_PASS tests run in the sandbox in the pinned environment (``local``
-backend; the repo kind's machinery). A sample passes when every one of those tests passes.
+the task root -- where the task's *test side* (its tests and what pytest reads to configure,
+collect and import them, :mod:`core.scenarios.implement_change.paths`) is off limits: a reply
+that writes it is ``bad_path`` --, its edits written into a private hard-link view of the root,
+the test side written there again from the root, and the task's FAIL_TO_PASS + PASS_TO_PASS
+tests run in the sandbox in the pinned environment (``local`` backend; the repo kind's
+machinery). A sample passes when every one of those tests passes. The similarity parse
+guards nothing but the paths' form (nothing of it runs; real revisions edit tests and
+configuration too); a test-graded task's reply refused against its root counts under that
+failure kind and scores 0 on every column (the reason is in ``revise_executions.jsonl``).
 
 Per task one ``score`` in [0, 1], from the grading the task got: 1/0 (passed or not) for a
 test-graded task, ``edit_chrf / 100`` for a similarity-graded one. The real revision scores 1
@@ -88,7 +94,7 @@ def score_revision(reply: str, record: Mapping[str, Any]) -> dict[str, Any]:
             (root / path).parent.mkdir(parents=True, exist_ok=True)
             (root / path).write_text(text, encoding="utf-8")
         only = next(iter(files)) if len(files) == 1 else None
-        parsed = parse_change(reply, root, [], default_path=only)
+        parsed = parse_change(reply, root, None, default_path=only)  # nothing of it runs: no test side
     if parsed.failure:
         return {"failure": parsed.failure, "form": parsed.form, "edit_chrf": 0.0, "exact_match": 0.0}
     result = {**files, **parsed.edits}
@@ -141,6 +147,8 @@ def revise_scores(y_true: Any, y_pred: Any, context: Any = None, periods: Sequen
                               "revise tests", getattr(context, "show_progress", True))
         for sid, (res, _form) in graded.items():
             rows[int(sid)].update(test_outcome=res.outcome, tests=res.tests, isolation=res.isolation)
+            if res.outcome in FAILURE_KINDS:  # refused against the task root (its test side): no usable change
+                rows[int(sid)].update(failure=res.outcome, edit_chrf=0.0, exact_match=0.0)  # why: the log
     for row in rows:
         if row["grading"] == "tests":
             row["score"] = float(row["test_outcome"] == "passed")
@@ -150,7 +158,7 @@ def revise_scores(y_true: Any, y_pred: Any, context: Any = None, periods: Sequen
     if workspace is not None:
         Path(workspace, PER_SAMPLE_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     tested = [r for r in rows if r["grading"] == "tests"]
-    ran = [r for r in tested if r["test_outcome"]]
+    ran = [r for r in tested if r["test_outcome"] and r["test_outcome"] not in FAILURE_KINDS]
     out: dict[str, Any] = {"score": mean([r["score"] for r in rows]),
                            "tests_pass@1": mean([r["score"] for r in tested]),
                            "test_graded": len(tested), "similarity_graded": len(rows) - len(tested),
