@@ -30,6 +30,13 @@ router                  mode         hard when
 Every check that runs code runs it in the sandbox (the boundary tier by default: the verdict
 is computed where the model's code does not run), through the same executor and execution cache
 as the metrics, so a router sweep runs each check once.
+
+A router's failure on one item never ends the test case: when its check raises (the sandbox
+failed, the edge model's server did not answer, an answer it cannot read), the item goes to the
+cloud, the failure is logged, counted (``router_errors``) and kept in ``errors`` by item, and,
+when the item is the edge's answer (``inference-then-mining``), written on that answer as
+``router_error`` (so it is stored with the prediction). A :class:`ConfigError` -- a router that
+cannot work in this job at all -- still stops the case.
 """
 from __future__ import annotations
 
@@ -53,6 +60,32 @@ class _Router:
     def __init__(self, **_params: Any) -> None:
         self.ctx: Any = None
         self.counts: dict[str, int] = {}
+        #: item index -> the error its check raised (that item went to the cloud)
+        self.errors: dict[int, str] = {}
+
+    def __call__(self, data: Any = None) -> bool:
+        """True when the item is hard (goes to the cloud); a failing check sends it there too
+        (module docstring)."""
+        try:
+            return bool(self.decide(data))
+        except ConfigError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one item's failure, recorded on it
+            return self._failed(data, exc)
+
+    def decide(self, data: Any = None) -> bool:
+        """The router's own decision for one item (True: cloud)."""
+        raise NotImplementedError
+
+    def _failed(self, data: Any, exc: Exception) -> bool:
+        text = f"{type(self).__name__}: {type(exc).__name__}: {exc}"[:500]
+        index = self.ctx.current if self.ctx is not None else -1
+        logger.warning("item %s goes to the cloud: the router's check failed (%s)", index, text)
+        self._count("router_errors")
+        self.errors[index] = text
+        if isinstance(data, dict) and "samples" in data:  # the edge's answer: stored with it
+            data["router_error"] = text
+        return True
 
     def bind(self, ctx: Any) -> None:
         if ctx.mode not in self.modes:
@@ -78,12 +111,12 @@ class _Router:
 
 
 class EdgeOnly(_Router):
-    def __call__(self, data: Any = None) -> bool:
+    def decide(self, data: Any = None) -> bool:
         return False
 
 
 class CloudOnly(_Router):
-    def __call__(self, data: Any = None) -> bool:
+    def decide(self, data: Any = None) -> bool:
         return True
 
 
@@ -97,7 +130,7 @@ class RandomRouter(_Router):
             raise ConfigError(f"RandomRouter threshold must be in [0, 1], got {threshold!r}")
         self.threshold, self.seed = float(threshold), int(seed)
 
-    def __call__(self, data: Any = None) -> bool:
+    def decide(self, data: Any = None) -> bool:
         task = str(self._record().get("task_id", self.ctx.current))
         digest = hashlib.sha256(f"{self.seed}:{task}".encode()).digest()
         coin = int.from_bytes(digest[:8], "big") / 2 ** 64
@@ -127,7 +160,7 @@ class OracleRouter(_Router):
         super().__init__(**params)
         self.edge, self.cloud = edgemodel, cloudmodel
 
-    def __call__(self, data: Any = None) -> bool:
+    def decide(self, data: Any = None) -> bool:
         record = self._record()
         started = time.perf_counter()
         # both answers always: they are cached for the job, so every later case of a sweep
@@ -149,7 +182,7 @@ class ExampleTests(_Router):
             raise ConfigError(f"ExampleTests no_examples must be 'cloud' or 'edge', got {no_examples!r}")
         self.no_examples = no_examples
 
-    def __call__(self, data: Any = None) -> bool:
+    def decide(self, data: Any = None) -> bool:
         record = self._record()
         entry = str(record.get("entry_point") or "")
         examples = prompt_examples(str(record.get("prompt") or ""), entry) if entry else []
@@ -176,7 +209,7 @@ class Confidence(_Router):
             raise ConfigError(f"Confidence statistic must be 'mean' or 'min', got {statistic!r}")
         self.threshold, self.statistic = float(threshold), statistic
 
-    def __call__(self, data: Any = None) -> bool:
+    def decide(self, data: Any = None) -> bool:
         value = (data or {}).get(f"{self.statistic}_logprob") if isinstance(data, dict) else None
         if value is None:
             self._count("no_logprobs")
@@ -202,8 +235,9 @@ class SelfTests(_Router):
     function or importing something unavailable, are counted and never run) and the valid ones
     run one by one against the edge's program in the sandbox
     (:class:`core.scenarios.selfalign.sandbox.UnitRunner`, a fresh judge per test, results
-    cached job-wide). ``check_s`` counts the tests' generation (as measured when generated) and
-    their sandbox runs."""
+    cached job-wide). A test found invalid when it runs (no assert completed, the function was
+    never called, its judge broke) is left out like a statically invalid one. ``check_s``
+    counts the tests' generation (as measured when generated) and their sandbox runs."""
 
     modes = ("inference-then-mining",)
 
@@ -249,8 +283,9 @@ class SelfTests(_Router):
                                            {"role": "user", "content": user}),
                                  response_format=response_format(schema))
 
-    def __call__(self, data: Any = None) -> bool:
+    def decide(self, data: Any = None) -> bool:
         from core.scenarios.selfalign.reply import parse_reply
+        from core.scenarios.selfalign.sandbox import INVALID
         from core.scenarios.selfalign.units import check_unit
 
         record = self._record()
@@ -276,7 +311,14 @@ class SelfTests(_Router):
         outcomes = self.runner.run(program, valid, entry, helpers=str(record.get("prompt") or ""))
         self._cost(started)
         self.ctx.costs[self.ctx.current] += spent
-        failed = any(not o.passed for o in outcomes)
+        # a test found invalid when it ran (it ran no assert, never called the function, broke
+        # its judge) is left out like one found invalid before
+        graded = [o for o in outcomes if o.outcome != INVALID]
+        self.counts["invalid_tests"] += len(outcomes) - len(graded)
+        if not graded:
+            self._count("no_valid_tests")
+            return self.no_tests == "cloud"
+        failed = any(not o.passed for o in graded)
         self._count("self_tests_failed" if failed else "self_tests_passed")
         return failed
 

@@ -19,7 +19,9 @@ An example's ``basemodel.py`` registers :class:`SelfAlignModel` under its alias.
                      the server refuses it) or ``none``
 ``temperature``, ``top_p``, ``max_tokens`` (default 512), ``seed``   decoding
 ``test_timeout``     seconds per model-written test in the sandbox (default 3)
-``min_isolation``    sandbox level the model-written tests need (default ``process``)
+``min_isolation``    sandbox level the model-written tests need (default and least:
+                     ``kernel``, so no run whose report goes back to the model can read the
+                     hidden tests; :data:`.sandbox.MIN_ISOLATION`)
 ``sandbox_workers``  parallel sandbox slots for them (default 2)
 ``sources_dir``      repository-level set only (repo kind records): the folder holding each
                      repository's source as ``<repo name>.tar.gz`` (or a folder or bundle of
@@ -127,7 +129,7 @@ class SelfAlignModel:
                                    "relative to the algorithm YAML")
         sandbox = SandboxSettings(
             backend="local", timeout=float(timeout),
-            options={"min_isolation": str(params.get("min_isolation", "process")),
+            options={"min_isolation": str(params.get("min_isolation", "kernel")),
                      "workers": _positive_int(params, "sandbox_workers", 2)})
         rest = {k: v for k, v in params.items() if k not in OWN_KEYS}
         rest.setdefault("max_tokens", 512)

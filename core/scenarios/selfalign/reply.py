@@ -77,8 +77,14 @@ def response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
 #: reasons carry their detail after the colon)
 INVALID_TEXT = {
     "empty": "it is empty", "syntax_error": "it is not valid Python",
+    "too_deep": "it nests too deeply", "reserved": "it uses a name reserved by the test harness",
     "no_call": "it never calls {entry_point}", "no_assert": "it has no assert statement",
+    "shadows": "it defines its own {entry_point} instead of testing the given one",
     "import": "it imports {detail}, which is not available", "unsafe": "it {detail}",
+    "compile": "it cannot be compiled as a test ({detail})",
+    "ran_no_assert": "none of its assert statements ran to completion",
+    "ran_no_call": "it never called {entry_point} when it ran",
+    "harness": "it broke the test harness ({detail})",
 }
 
 

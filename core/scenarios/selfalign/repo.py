@@ -10,15 +10,30 @@ as a HumanEval record; what differs is where code and tests run:
   (:func:`core.scenarios.repo.kind.answer_code`: a full ``def``).
 * **Its tests** are units checked statically like HumanEval's (:mod:`.units`: parsed, never run
   here; invalid ones counted). The valid ones become one pytest module,
-  :data:`UNITS_FILE`, placed at the root of a private copy-on-write view of the repository
-  whose file holds the model's function injected by AST position (:mod:`core.scenarios.repo.view`,
+  :data:`UNITS_FILE` (assert rewriting off: pytest compiles exactly what :func:`.units.check_unit`
+  compiled), placed at the root of a private copy-on-write view whose file holds the model's
+  function injected by AST position (:mod:`core.scenarios.repo.view`,
   :func:`core.scenarios.repo.execute.run_samples`): each unit is a test function that imports
   the function from its module (:func:`target_import`) and runs the unit's asserts on it. One
   sandbox request runs them all in the repository's environment (``kernel`` isolation at
   least: the view walls rest on Landlock); the per-test outcomes give each unit's outcome, the
   ``E`` lines of a failing test's report its feedback message. A unit whose test never ran
   (the module did not import, the run timed out) gets the run's outcome (``error``,
-  ``timeout``).
+  ``timeout``); one that ran no assert to completion is invalid (``ran_no_assert``).
+* **The units' view holds no test of the repository** (:func:`blind_root`): it is made from a
+  copy of the source without its test directories (``test``, ``tests``), test modules
+  (``test_*.py``, ``*_test.py``), ``conftest.py`` files, compiled files, and whatever file a
+  hidden test of the task names (the task's own file excepted). Since each request reads
+  only its own view, nothing a unit's run reports -- the feedback of the next try -- can come
+  from the hidden tests. Only a gold control's hidden units run in a view of the whole source.
+* **What a run writes is never an infrastructure failure**: a run that ends ``infra_error`` is
+  checked against trusted runs (:meth:`RepoUnitRunner._attributed`): the original function
+  with a trivial test (fails too: the sandbox's fault, :class:`.sandbox.SandboxInfraError`),
+  the same run again, then each unit alone against the original function (fails: that unit
+  is invalid, ``harness:<detail>``) and against the model's function (fails: the function's
+  fault, that unit ``error``). In this in-process tier the model's function and its units
+  share the interpreter with pytest, so either can write the run's verdict; this attribution
+  is what keeps such a verdict from becoming an infrastructure failure.
 * **Hidden tests** are the repository's own (the task's FAIL_TO_PASS and PASS_TO_PASS node
   ids), graded by the repo kind's machinery in the same way (:func:`grade_hidden`), with the
   ``repo_tests`` metric's cache file, so the two never run the same sample twice.
@@ -46,10 +61,13 @@ usable tasks (optionally without methods or services).
 from __future__ import annotations
 
 import ast
+import fnmatch
 import hashlib
 import json
 import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -66,7 +84,7 @@ from core.scenarios.repo.prompts import header_of, prompt_of, reference_code
 from core.scenarios.repo.scoring import (EXECUTIONS_FILE, GRADING_VERSION, _key, _load_done,
                                          source_root)
 from core.scenarios.selfalign.sandbox import INVALID, SandboxInfraError, UnitOutcome
-from core.scenarios.selfalign.units import VALID, UnitCheck, check_unit
+from core.scenarios.selfalign.units import VALID, UnitCheck, check_unit, ran_nothing
 from core.testenvmanager.sandbox.types import ExecutorClosedError
 
 T = TypeVar("T")
@@ -81,6 +99,17 @@ HIDDEN_PREFIX = "repo-test:"
 REPO_UNITS_FILE = "selfalign_repo_units.jsonl"
 #: isolation levels, weakest first (the sandbox's order)
 _LEVELS = ("none", "process", "netns", "kernel", "full")
+#: the trusted test of a probe run (:meth:`RepoUnitRunner._attributed`)
+PROBE_FILE = "test_selfalign_probe.py"
+PROBE_TEST = "def test_probe():\n    pass\n"
+#: part of the unit cache's keys: bumped when how units are graded changes (2: a view without
+#: the repository's tests, run-time assert counts, infra_error attributed by trusted runs)
+UNITS_VERSION = 2
+#: directories that hold a repository's tests, left out of the units' view whole
+TEST_DIRS = frozenset({"test", "tests"})
+#: files left out of the units' view wherever they are: test modules as pytest finds them by
+#: default, pytest's per-directory plugins (fixtures, test helpers), compiled files
+TEST_FILES = ("test_*.py", "*_test.py", "conftest.py", "*.pyc", "*.pyo")
 
 
 def is_repo_record(record: Mapping[str, Any]) -> bool:
@@ -164,8 +193,9 @@ def target_import(record: Mapping[str, Any]) -> str:
 def check_units(tests: Sequence[str], record: Mapping[str, Any],
                 control: bool = False) -> list[UnitCheck]:
     """Each test as a unit (:func:`.units.check_unit` against the loop prompt, the repository's
-    own package importable besides); a control's ``repo-test:<node id>`` naming one of the
-    task's hidden tests is valid as it is."""
+    own package importable besides, no count of calls: a unit reaches a method through its
+    class, a function through its module too); a control's ``repo-test:<node id>`` naming one
+    of the task's hidden tests is valid as it is."""
     hidden = set(hidden_tests(record))
     package = frozenset(_module_parts(record)[:1])  # the repository's own package: importable
     out = []
@@ -175,7 +205,7 @@ def check_units(tests: Sequence[str], record: Mapping[str, Any],
         else:
             out.append(check_unit(unit, str(record["name"]), loop_prompt(record),
                                   owner=str(record["class_name"]) if record.get("class_name") else None,
-                                  modules=package))
+                                  modules=package, count_calls=False))
     return out
 
 
@@ -183,19 +213,69 @@ def units_module(checks: Sequence[tuple[int, UnitCheck]], record: Mapping[str, A
                  ) -> tuple[str, dict[int, str]]:
     """The pytest module of the valid model-written units (index, check) and the node id of
     each: ``test_unit_<index>`` calls the unit's ``check`` on the imported function (a method:
-    ``Class.name``, the function as the class holds it)."""
+    ``Class.name``, the function as the class holds it). pytest does not rewrite its asserts
+    (``PYTEST_DONT_REWRITE``): it compiles what :func:`.units.check_unit` compiled, and each
+    assert's ``got ...`` message is the unit's own."""
     target = entry_label(record)
-    lines = [target_import(record), ""]
+    lines = ['"""PYTEST_DONT_REWRITE"""', target_import(record), ""]
     ids: dict[int, str] = {}
     for index, check in checks:
         tree = pyast.parse(check.test)
-        func = tree.body[0]
-        assert isinstance(func, ast.FunctionDef)  # judge_test's shape: one def check(candidate)
-        func.name = f"_check_{index}"
+        for node in tree.body:  # judge_test's shape: its exception class, then def check
+            if isinstance(node, ast.FunctionDef) and node.name == "check":
+                node.name = f"_check_{index}"
         lines += ["", ast.unparse(tree), "", "",
                   f"def test_unit_{index}():", f"    _check_{index}({target})", ""]
         ids[index] = f"{UNITS_FILE}::test_unit_{index}"
     return "\n".join(lines) + "\n", ids
+
+
+def _test_file(rel: str) -> bool:
+    parts = Path(rel).parts
+    return any(p in TEST_DIRS for p in parts[:-1]) or \
+        any(fnmatch.fnmatch(parts[-1], pattern) for pattern in TEST_FILES)
+
+
+def blind_root(root: Path, also: Iterable[str] = (), cache: Path | None = None) -> Path:
+    """A copy of ``root`` (hard links, made once and kept) without its tests: directories named
+    in :data:`TEST_DIRS`, files matching :data:`TEST_FILES`, ``__pycache__`` and ``.git``, and
+    the files ``also`` names (paths relative to ``root``). The units' views are made from it."""
+    extra = sorted({str(Path(p)) for p in also if not _test_file(str(p))})
+    digest = hashlib.sha256(json.dumps([str(root.resolve()), extra, UNITS_VERSION]).encode())
+    base = cache or default_views_dir().parent / "selfalign-units-src"
+    final = base / digest.hexdigest()[:24]
+    if final.is_dir():
+        return final
+    base.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=base))
+    try:
+        for dirpath, dirnames, filenames in os.walk(root):
+            rel = os.path.relpath(dirpath, root)
+            dirnames[:] = [d for d in dirnames
+                           if d not in TEST_DIRS and d not in (".git", "__pycache__")]
+            target = tmp if rel == "." else tmp / rel
+            target.mkdir(exist_ok=True)
+            for name in filenames:
+                path = name if rel == "." else os.path.join(rel, name)
+                if _test_file(path) or str(Path(path)) in extra:
+                    continue
+                src = os.path.join(dirpath, name)
+                if os.path.islink(src):
+                    os.symlink(os.readlink(src), target / name)
+                    continue
+                try:
+                    os.link(src, target / name)
+                except OSError:
+                    shutil.copy2(src, target / name)
+        tmp.chmod(0o755)
+        try:
+            tmp.rename(final)
+        except OSError:  # made meanwhile by another run: theirs is the same
+            if not final.is_dir():
+                raise
+        return final
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def control_fields(record: Mapping[str, Any], variant: str) -> dict[str, Any]:
@@ -247,6 +327,13 @@ class RepoUnitRunner:
             self._roots[want] = source_root(self.sources[name], want)
         return self._roots[want]
 
+    def units_root(self, record: Mapping[str, Any]) -> Path:
+        """The source without its tests (:func:`blind_root`) that the model's units run in:
+        the hidden tests' files go too, whatever their names (the task's own file stays)."""
+        root = self.root(record)
+        files = {t.split("::")[0] for t in hidden_tests(record)} - {str(record["file"])}
+        return blind_root(root, sorted(f for f in files if (root / f).exists()))
+
     def env(self, record: Mapping[str, Any]) -> RepoEnv:
         """The repository's environment (a cached venv; created once, needing the index)."""
         env = record.get("env", {})
@@ -269,7 +356,7 @@ class RepoUnitRunner:
 
     def _key(self, record: Mapping[str, Any], code: str, tests: list[str]) -> str:
         doc = [record["task_id"], record["repo"]["content_hash"], code, tests, self.timeout,
-               record["tests"].get("deselect", []), GRADING_VERSION,
+               record["tests"].get("deselect", []), GRADING_VERSION, UNITS_VERSION,
                *([sorted(record["services"])] if record.get("services") else [])]
         return hashlib.sha256(json.dumps(doc).encode("utf-8")).hexdigest()
 
@@ -296,37 +383,79 @@ class RepoUnitRunner:
             rows = self._cache.get(key)
             ran = rows is None
             if rows is None:
-                rows = self._execute(code, valid, record)
+                rows = self._rows(code, valid, record)
                 self._cache[key] = rows
                 self._append(key, rows)
             for (i, _), row in zip(valid, rows):
-                out[i] = UnitOutcome(i, row["outcome"], detail=row["detail"], output="",
-                                     ran=ran, duration_s=row["duration_s"])
+                out[i] = UnitOutcome(i, row["outcome"], reason=row.get("reason", ""),
+                                     detail=row["detail"], output="", ran=ran,
+                                     duration_s=row["duration_s"])
         return [out[i] for i in range(len(checks))]
 
-    def _execute(self, code: str, valid: list[tuple[int, UnitCheck]],
-                 record: Mapping[str, Any]) -> list[dict[str, Any]]:
-        hidden = [c.test[len(HIDDEN_PREFIX):] for _, c in valid if c.test.startswith(HIDDEN_PREFIX)]
+    def _rows(self, code: str, valid: list[tuple[int, UnitCheck]],
+              record: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Each valid unit's row: a gold control's hidden units in a view of the whole source,
+        model-written units in a view without the repository's tests (:meth:`units_root`)."""
+        hidden = [(i, c) for i, c in valid if c.test.startswith(HIDDEN_PREFIX)]
         written = [(i, c) for i, c in valid if not c.test.startswith(HIDDEN_PREFIX)]
+        rows: dict[int, dict[str, Any]] = {}
+        if hidden:
+            rows.update(self._attributed(code, hidden, record, self.root(record)))
+        if written:
+            rows.update(self._attributed(code, written, record, self.units_root(record)))
+        return [rows[i] for i, _ in valid]
+
+    def _attributed(self, code: str, units: list[tuple[int, UnitCheck]],
+                    record: Mapping[str, Any], root: Path) -> dict[int, dict[str, Any]]:
+        """The rows of one run of ``units`` against ``code`` in a view of ``root``; when it ends
+        ``infra_error``, whose fault it was (module docstring).
+
+        Raises:
+            SandboxInfraError: the original function with a trivial test fails too.
+        """
+        res, nodes = self._execute(code, units, record, root)
+        if res.outcome != "infra_error":
+            return {i: _unit_row(res, nodes[i]) for i, _ in units}
+        control, _ = self._execute(reference_code(record), [], record, root)
+        if control.outcome == "infra_error":
+            raise SandboxInfraError(f"sandbox infra_error: {control.detail[:200]}")
+        res, nodes = self._execute(code, units, record, root)
+        if res.outcome != "infra_error":
+            return {i: _unit_row(res, nodes[i]) for i, _ in units}
+        rows = {}
+        for unit in units:  # each unit alone, against the original function and this code
+            alone, _ = self._execute(reference_code(record), [unit], record, root)
+            if alone.outcome == "infra_error":  # the unit breaks the harness whatever the code
+                rows[unit[0]] = {"duration_s": 0.0, "outcome": INVALID,
+                                 "reason": "harness:" + " ".join(alone.detail.split())[:120],
+                                 "detail": alone.detail[:500]}
+                continue
+            res, nodes = self._execute(code, [unit], record, root)
+            rows[unit[0]] = _unit_row(res, nodes[unit[0]]) if res.outcome != "infra_error" \
+                else {"duration_s": 0.0, "outcome": "error",  # the code did: no pass
+                      "detail": f"the code broke the test harness: {res.detail}"[:500]}
+        return rows
+
+    def _execute(self, code: str, units: list[tuple[int, UnitCheck]], record: Mapping[str, Any],
+                 root: Path) -> tuple[SampleResult, dict[int, str]]:
+        """One run of ``units`` (none: the trusted probe test alone) against ``code`` in a view of
+        ``root``: its result and each unit's node id."""
+        hidden = {i: c.test[len(HIDDEN_PREFIX):] for i, c in units if c.test.startswith(HIDDEN_PREFIX)}
+        written = [(i, c) for i, c in units if not c.test.startswith(HIDDEN_PREFIX)]
         module, ids = units_module(written, record)
-        task = {**record, "tests": {"fail_to_pass": hidden, "pass_to_pass": [],
+        files = [{"file": UNITS_FILE, "code": module, "tests": list(ids.values())}] if written \
+            else [] if units else [{"file": PROBE_FILE, "code": PROBE_TEST,
+                                    "tests": [f"{PROBE_FILE}::test_probe"]}]
+        task = {**record, "tests": {"fail_to_pass": list(hidden.values()), "pass_to_pass": [],
                                     "deselect": record["tests"].get("deselect", [])},
-                "model_written_tests": ([{"file": UNITS_FILE, "code": module,
-                                          "tests": list(ids.values())}] if written else [])}
+                "model_written_tests": files}
         sample = Sample(f"{record['task_id']}#units", task, code)
         res = _retrying(lambda: next(iter(run_samples(
-            [sample], self.root(record), self.env(record), default_views_dir(),
+            [sample], root, self.env(record), default_views_dir(),
             workers=self.workers, timeout=self.timeout, min_isolation=self.min_isolation,
             preload=False, service=self.service(record)))))  # one sample: preloading would not pay
         self.runs += 1
-        if res.outcome == "infra_error":
-            raise SandboxInfraError(f"sandbox infra_error: {res.detail[:200]}")
-        rows = []
-        for i, check in valid:
-            node = check.test[len(HIDDEN_PREFIX):] if check.test.startswith(HIDDEN_PREFIX) \
-                else ids[i]
-            rows.append(_unit_row(res, node))
-        return rows
+        return res, {**hidden, **ids}
 
     def _append(self, key: str, rows: list[dict[str, Any]]) -> None:
         if self.cache_path is None:
@@ -385,6 +514,9 @@ def _unit_row(res: SampleResult, node: str) -> dict[str, Any]:
         return {**base, "outcome": "passed", "detail": ""}
     k, v = bad[0]
     message = res.messages.get(k, "") if v == "failed" else v
+    nothing = ran_nothing("failed", message) if v == "failed" else None
+    if nothing is not None:  # the judge program's own end: the unit checked nothing
+        return {**base, "outcome": INVALID, "reason": nothing, "detail": message[:500]}
     return {**base, "outcome": "failed", "detail": message[:500]}
 
 

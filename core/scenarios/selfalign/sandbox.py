@@ -7,14 +7,27 @@ unit, rewritten as ``check(candidate)``, runs in the judge with the task prompt 
 ``helpers``. Invalid units are not run; their outcome is ``invalid`` with the reason.
 
 Model-written tests are hostile code, and in the boundary tier the test is the judge's part.
-The judge is walled like a sample (kernel walls, its own uid at ``full``), so a unit cannot
-reach the machine; to keep one unit from changing the judge for the next (patching an
-imported module), the ``local`` backend gets ``judge_requests: 1``: a fresh judge per unit.
-This executor is never the one that grades the dataset's hidden tests.
+The judge is walled like a sample, so a unit cannot reach the machine; to keep one unit from
+changing the judge for the next (patching an imported module), the ``local`` backend gets
+``judge_requests: 1``: a fresh judge per unit. This executor is never the one that grades the
+dataset's hidden tests, and it runs at isolation ``kernel`` at least whatever the settings ask
+(:data:`MIN_ISOLATION`): what a unit's run reports (its outcome's detail, its output) goes back
+to the model as feedback, so neither the model's code nor its test may read anything but the
+system's and the interpreter's files -- not the dataset holding the hidden tests.
 
-Results are cached in a JSONL file keyed by (program, test, helpers, entry point, limits), so a
-re-score or a resumed run never runs a unit twice. ``infra_error`` results are not cached and
-raise :class:`SandboxInfraError` for the caller to retry later (never scored).
+What a unit writes is never an infrastructure failure. A request that ends ``infra_error`` is
+checked against trusted requests (:meth:`UnitRunner._attribute`): when a trivial program with a
+trivial test also fails, the sandbox is at fault (:class:`SandboxInfraError`, nothing cached,
+the caller retries later); when the same request passes on a second try, that result counts;
+when the unit fails against the trivial program too, the unit is at fault: ``invalid``, reason
+``harness:<detail>`` (its judge could not compile or load it, or it forged the judge's verdict
+record); otherwise the program is (that unit's outcome: ``error``, no pass). A unit whose run ended with the judge
+program's ``SelfAlignNothingChecked`` is ``invalid`` too (``ran_no_assert``, ``ran_no_call``:
+:func:`.units.ran_nothing`).
+
+Results are cached in a JSONL file keyed by (program, test, helpers, entry point, limits, the
+grading version :data:`GRADING`), so a re-score or a resumed run never runs a unit twice;
+``infra_error`` results are not cached.
 """
 from __future__ import annotations
 
@@ -30,14 +43,23 @@ from typing import Any
 
 from core.common.errors import IanvsError
 from core.common.jsonl import open_append
-from core.scenarios.selfalign.units import UnitCheck
-from core.testenvmanager.sandbox import ExecRequest, Executor, Outcome, get_executor
+from core.scenarios.selfalign.units import UnitCheck, ran_nothing
+from core.testenvmanager.sandbox import (ExecRequest, ExecResult, Executor, IsolationLevel,
+                                         Outcome, get_executor)
 
 logger = logging.getLogger(__name__)
 
 INVALID = "invalid"
 #: characters of a failing unit's detail and output kept in records
 DETAIL_CHARS = 500
+#: the least isolation a unit runs at: kernel walls (Landlock reads only system and interpreter
+#: directories), so no run whose report reaches the model can read the hidden tests
+MIN_ISOLATION = IsolationLevel.KERNEL
+#: part of every cache key: bumped when how a unit is graded changes (2: kernel walls at least,
+#: run-time checks of asserts and calls, infra_error attributed by trusted requests)
+GRADING = 2
+#: the trusted test of :meth:`UnitRunner._attribute` (calls nothing, asserts nothing)
+TRUSTED_TEST = "def check(candidate):\n    pass\n"
 
 
 class SandboxInfraError(IanvsError):
@@ -47,8 +69,8 @@ class SandboxInfraError(IanvsError):
 @dataclass(frozen=True)
 class UnitOutcome:
     """How one unit fared: ``outcome`` is a sandbox outcome value or ``invalid`` (with
-    ``reason``); ``ran`` says whether a sandbox request was made (False for invalid units and
-    cache hits)."""
+    ``reason``); ``ran`` says whether a sandbox request was made (False for units invalid
+    before running and for cache hits)."""
 
     index: int
     outcome: str
@@ -84,9 +106,13 @@ class SandboxSettings:
     memory_mb: int = 1024
 
     def executor_options(self) -> dict[str, Any]:
+        """The executor's options: these settings' own, with a fresh judge per unit on
+        ``local`` and ``min_isolation`` raised to :data:`MIN_ISOLATION` (module docstring)."""
         opts = dict(self.options or {})
         if self.backend == "local":
             opts.setdefault("judge_requests", 1)
+        asked = IsolationLevel.parse(opts.get("min_isolation", IsolationLevel.NONE))
+        opts["min_isolation"] = str(max(asked, MIN_ISOLATION))
         return opts
 
 
@@ -112,7 +138,7 @@ class UnitRunner:
 
     def _key(self, program: str, test: str, helpers: str, entry_point: str) -> str:
         doc = [program, test, helpers, entry_point, self.settings.backend,
-               self.settings.timeout, self.settings.memory_mb]
+               self.settings.timeout, self.settings.memory_mb, GRADING]
         return hashlib.sha256(json.dumps(doc).encode("utf-8")).hexdigest()
 
     def _exec(self) -> Executor:
@@ -121,12 +147,19 @@ class UnitRunner:
                                           **self.settings.executor_options())
         return self._executor
 
+    def _request(self, key: str, program: str, test: str, entry_point: str,
+                 helpers: str) -> ExecRequest:
+        return ExecRequest(id=key, program=program, test=test, entry_point=entry_point,
+                           helpers=helpers, timeout=self.settings.timeout,
+                           memory_mb=self.settings.memory_mb)
+
     def run(self, program: str, units: Sequence[UnitCheck], entry_point: str,
             helpers: str = "") -> list[UnitOutcome]:
         """The outcome of every unit (in order) against ``program``.
 
         Raises:
-            SandboxInfraError: a request ended ``infra_error`` (nothing of it is cached).
+            SandboxInfraError: the sandbox itself failed (a trusted request failed too;
+                nothing of it is cached).
         """
         out: list[UnitOutcome | None] = [None] * len(units)
         todo: dict[str, tuple[ExecRequest, list[int]]] = {}
@@ -141,35 +174,70 @@ class UnitRunner:
                 key = self._key(program, unit.test, helpers, entry_point)
                 hit = self._cache.get(key)
                 if hit is not None:
-                    out[i] = UnitOutcome(i, hit["outcome"], detail=hit["detail"],
-                                         output=hit["output"], duration_s=hit["duration_s"])
+                    out[i] = UnitOutcome(i, hit["outcome"], reason=hit.get("reason", ""),
+                                         detail=hit["detail"], output=hit["output"],
+                                         duration_s=hit["duration_s"])
                 elif key in todo:
                     todo[key][1].append(i)
                 else:
-                    req = ExecRequest(id=key, program=program, test=unit.test,
-                                      entry_point=entry_point, helpers=helpers,
-                                      timeout=self.settings.timeout,
-                                      memory_mb=self.settings.memory_mb)
-                    todo[key] = (req, [i])
+                    todo[key] = (self._request(key, program, unit.test, entry_point, helpers), [i])
             if todo:
-                results = self._exec().run([req for req, _ in todo.values()])
-                rows = []
-                for res in results:
+                done: dict[str, dict[str, Any]] = {}
+                suspects = []
+                for res in self._exec().run([req for req, _ in todo.values()]):
                     if res.outcome is Outcome.INFRA_ERROR:
-                        raise SandboxInfraError(f"sandbox infra_error: {res.detail[:200]}")
-                    row = {"key": res.id, "outcome": res.outcome.value,
-                           "detail": res.detail[:DETAIL_CHARS],
-                           "output": (res.stdout + res.stderr)[:DETAIL_CHARS],
-                           "duration_s": res.duration_s}
-                    self._cache[res.id] = row
+                        suspects.append(todo[res.id][0])
+                    else:
+                        done[res.id] = _row(res)
+                if suspects:
+                    done.update(self._attribute(program, entry_point, helpers, suspects))
+                rows = []
+                for key, (_req, indices) in todo.items():
+                    row = done[key]
+                    self._cache[key] = row
                     rows.append(row)
                     self.runs += 1
-                    for i in todo[res.id][1]:
-                        out[i] = UnitOutcome(i, row["outcome"], detail=row["detail"],
-                                             output=row["output"], ran=True,
-                                             duration_s=res.duration_s)
+                    for i in indices:
+                        out[i] = UnitOutcome(i, row["outcome"], reason=row.get("reason", ""),
+                                             detail=row["detail"], output=row["output"],
+                                             ran=True, duration_s=row["duration_s"])
                 self._append(rows)
         return [o for o in out if o is not None]
+
+    def _attribute(self, program: str, entry_point: str, helpers: str,
+                   suspects: list[ExecRequest]) -> dict[str, dict[str, Any]]:
+        """The cache rows of requests that ended ``infra_error`` (module docstring): whose
+        fault it was, found with trusted requests on the same executor.
+
+        Raises:
+            SandboxInfraError: a trivial program with a trivial test fails too.
+        """
+        trivial = f"def {entry_point}(*args, **kwargs):\n    return None\n"
+        control = self._request("trusted-control", trivial, TRUSTED_TEST, entry_point, helpers)
+        again = {res.id: res for res in self._exec().run([control, *suspects])}
+        if again[control.id].outcome is Outcome.INFRA_ERROR:
+            raise SandboxInfraError(f"sandbox infra_error: {again[control.id].detail[:200]}")
+        rows = {req.id: _row(again[req.id]) for req in suspects
+                if again[req.id].outcome is not Outcome.INFRA_ERROR}
+        left = [req for req in suspects if req.id not in rows]
+        if not left:
+            return rows
+        alone = {res.id: res for res in self._exec().run([
+            self._request(req.id, trivial, req.test, entry_point, helpers) for req in left])}
+        for req in left:
+            detail = again[req.id].detail[:DETAIL_CHARS]
+            if alone[req.id].outcome is Outcome.INFRA_ERROR:
+                # the unit breaks its judge whatever the program: it could not be loaded, or it
+                # wrote its own verdict record
+                rows[req.id] = {"key": req.id, "outcome": INVALID,
+                                "reason": "harness:" + _one_line(detail),
+                                "detail": detail, "output": "", "duration_s": 0.0}
+            else:  # only with this program: the program is at fault, which is no pass
+                logger.warning("a program broke the sandbox's harness: %s", detail[:200])
+                rows[req.id] = {"key": req.id, "outcome": Outcome.ERROR.value, "reason": "",
+                                "detail": f"the program broke the test harness: {detail}"
+                                          [:DETAIL_CHARS], "output": "", "duration_s": 0.0}
+        return rows
 
     def _append(self, rows: list[dict[str, Any]]) -> None:
         if self.cache_path is None or not rows:
@@ -191,3 +259,19 @@ class UnitRunner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _one_line(text: str, limit: int = 120) -> str:
+    return " ".join(text.split())[:limit]
+
+
+def _row(res: ExecResult) -> dict[str, Any]:
+    """The cache row of a unit's result; a run that ended with the judge program's
+    ``SelfAlignNothingChecked`` is an invalid unit (:func:`.units.ran_nothing`)."""
+    row = {"key": res.id, "outcome": res.outcome.value, "reason": "",
+           "detail": res.detail[:DETAIL_CHARS],
+           "output": (res.stdout + res.stderr)[:DETAIL_CHARS], "duration_s": res.duration_s}
+    nothing = ran_nothing(res.outcome.value, res.detail)
+    if nothing is not None:
+        row.update(outcome=INVALID, reason=nothing)
+    return row
