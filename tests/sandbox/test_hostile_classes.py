@@ -527,3 +527,25 @@ def test_hostile_pairs_concurrent_batch_each_sees_clean_state(backend) -> None:
     # listener open) can be seen
     for i in range(8):
         assert results[f"s{i}"].outcome is Outcome.PASSED, (results[f"s{i}"].outcome, results[f"s{i}"].detail)
+
+
+# ------------------------------------------------------------ huge answers cross as data
+#: answers of several megabytes as one value (a 32-million-bit integer is 8 MB of hex in one
+#: frame, under the frame limit): they cross to the judge as data and are compared there, so a
+#: wrong one is ``failed`` well inside the request's limit (issue 42: such an answer once ran
+#: its request into the timeout)
+HUGE_ANSWERS = {
+    "int_32M_bits": ("def add(a, b):\n    return 1 << 32_000_000\n", "failed"),
+    "negative_int": ("def add(a, b):\n    return -(1 << 32_000_000) + a\n", "failed"),
+    "int_in_list": ("def add(a, b):\n    return [1 << 30_000_000]\n", "failed"),
+    "the_right_int": ("def add(a, b):\n    x = 1 << 32_000_000\n    return x - x + a + b\n", "passed"),
+}
+
+
+@pytest.mark.parametrize("tier", ["boundary", "in_process"])
+@pytest.mark.parametrize("name", sorted(HUGE_ANSWERS))
+def test_hostile_huge_answers_are_compared_as_data(backend, name: str, tier: str) -> None:
+    program, expected = HUGE_ANSWERS[name]
+    res = run_one(backend, id=name, program=program, test=CHECK_ADD, entry_point="add",
+                  grading=tier, timeout=10)
+    assert res.outcome.value == expected, (res.outcome, res.detail[:300])
