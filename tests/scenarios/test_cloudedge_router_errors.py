@@ -116,3 +116,42 @@ def test_hostile_router_failure_on_one_answer_routes_it_and_the_case_completes(
     # stored with the predictions: a resumed or re-scored case sees it
     stored = (tmp_path / "case" / "predictions.jsonl").read_text()
     assert stored.count("router_error") == 2
+
+
+class _ThirdPartyRouter:
+    """A router of no base class of this project (an upstream-style plug-in) that raises on
+    every other item."""
+
+    def __init__(self, **_params: Any) -> None:
+        self.calls = 0
+
+    def __call__(self, data: Any = None) -> bool:
+        self.calls += 1
+        if self.calls % 2 == 0:
+            raise RuntimeError(f"router broke on call {self.calls}")
+        return False
+
+
+def test_hostile_third_party_router_failure_routes_the_item_in_both_mining_modes(
+        tmp_path: Path) -> None:
+    """The paradigm itself catches a router's failure on one item, whatever the router: the
+    item goes to the cloud, the error is kept (on the edge's answer in
+    ``inference-then-mining``; never written on the test item), and the case completes."""
+    records = [json.loads(line) for line in SUBSET.read_text().splitlines()][:4]
+    test_file = tmp_path / "tasks.jsonl"
+    test_file.write_text("".join(json.dumps(r) + "\n" for r in records))
+    for mode in ("inference-then-mining", "mining-then-inference"):
+        case = tmp_path / mode
+        case.mkdir()
+        inp = JointInferenceInputs(
+            case_dir=case, cache_dir=tmp_path / "cache",
+            test=JsonlDataset(test_file, "test", x_field="prompt", y_field="task_id"),
+            make_modules=lambda: {"edgemodel": _Edge(records, down=""), "cloudmodel": _Cloud(records)},
+            router=lambda: (_ThirdPartyRouter, {}), router_name="ThirdParty", mode=mode,
+            sandbox={"backend": "local", "workers": 1}, show_progress=False)
+        predictions, info = run_joint_inference(inp)
+        assert [p[0] for p in predictions] == [False, True, False, True], (mode, predictions)
+        assert info["routed"] == {"edge": 2, "cloud": 2}
+        if mode == "inference-then-mining":
+            assert "router broke on call 2" in predictions[1][2]["router_error"]
+        assert all("router_error" not in str(r) for r in inp.test.x), mode  # test items untouched

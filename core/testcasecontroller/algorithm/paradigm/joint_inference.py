@@ -64,6 +64,8 @@ class JointContext:
         show_progress: whether progress bars are wanted.
         current: index of the item being routed now.
         costs: per item index, the seconds a router spent checking (filled by routers).
+        router_errors: per item index, the error a router raised on it (the item went to the
+            cloud; see :func:`_hard`).
     """
 
     case_dir: Path
@@ -76,6 +78,7 @@ class JointContext:
     show_progress: bool = True
     current: int = -1
     costs: dict[int, float] = field(default_factory=dict)
+    router_errors: dict[int, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -211,6 +214,26 @@ def run_joint_inference(inp: JointInferenceInputs) -> tuple[Any, dict[str, Any]]
                     logger.warning("cleanup of %s failed: %s", type(obj).__name__, exc)
 
 
+def _hard(router: Any, data: Any, ctx: JointContext, index: int, answer: bool) -> bool:
+    """The router's decision for one item. A router that fails on the item (any router: a
+    third-party one too) sends it to the cloud: the failure is logged, kept in
+    ``ctx.router_errors`` and, when ``data`` is the edge's ``answer`` (a dict; never the test
+    item itself), written on it as ``router_error``, so it is stored with the prediction; the
+    case goes on. A :class:`ConfigError` (the router is misconfigured for every item) still
+    ends the case."""
+    try:
+        return bool(router(data))
+    except ConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one item's failure, recorded on that item
+        text = f"{type(router).__name__}: {type(exc).__name__}: {exc}"[:500]
+        logger.warning("item %s goes to the cloud: the router failed (%s)", index, text)
+        ctx.router_errors[index] = text
+        if answer and isinstance(data, dict):
+            data["router_error"] = text
+        return True
+
+
 def _one(mode: str, data: Any, edge: Any, cloud: Any, router: Any, ctx: JointContext,
          index: int) -> Any:
     """One item through the mode's flow (see the module docstring)."""
@@ -218,13 +241,13 @@ def _one(mode: str, data: Any, edge: Any, cloud: Any, router: Any, ctx: JointCon
     if mode == "self-design":
         return edge.predict(data, mining_mode=mode)
     if mode == "mining-then-inference":
-        if router(data):
+        if _hard(router, data, ctx, index, answer=False):
             answer = cloud.inference(data, mining_mode=mode)
             return [True, answer, None, answer]
         answer = edge.predict(data, mining_mode=mode)
         return [False, answer, answer, None]
     edge_result = edge.predict(data, mining_mode=mode)
-    is_hard = bool(router(edge_result))
+    is_hard = _hard(router, edge_result, ctx, index, answer=True)
     if not is_hard:
         return [False, edge_result, edge_result, None]
     cloud_result = cloud.inference(data, mining_mode=mode)
