@@ -30,7 +30,7 @@ CFG = {"workers": 2, "limits": {"processes": 64}, "cgroup_memory_mb": 1024}
 
 def _setup(fs: CgroupV2Double, cfg: dict | None = None) -> tuple[cgroups.Groups, list[str]]:
     notes: list[str] = []
-    groups, _layout = cgroups.setup(cfg or CFG, notes, fs=fs, root=MOUNT, pid=SERVER)
+    groups = cgroups.setup(cfg or CFG, notes, cgroups.Layout(fs, MOUNT), fs=fs, pid=SERVER)
     return groups, notes
 
 
@@ -114,7 +114,7 @@ def test_a_delegated_scope_is_arranged_as_v2_requires() -> None:
     assert fs.read(f"{MOUNT}{scope}/cgroup.procs") == ""
     fs.self_pid = 101
     fs.add(f"{scope}/{LEAF}", procs=(60, 101))
-    second, _layout = cgroups.setup(CFG, [], fs=fs, root=MOUNT, pid=101)
+    second = cgroups.setup(CFG, [], cgroups.Layout(fs, MOUNT), fs=fs, pid=101)
     assert os.path.dirname(second.v2_group) == f"{MOUNT}{scope}" and second.placement == "ancestor"
     fs.self_pid = SERVER
     _assert_left(fs, groups, f"{scope}/{LEAF}")

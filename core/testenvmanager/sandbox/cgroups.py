@@ -186,14 +186,14 @@ class Groups:
         return dict(self.__dict__)
 
 
-def setup(cfg: dict, notes: list[str], fs: HostFS | None = None, root: str = CGROUP_ROOT,
-          pid: int | None = None) -> tuple[Groups, Layout]:
-    """Make the executor's groups and move this process (pid ``pid``) into them. ``cfg``:
-    ``workers``, ``limits.processes``, ``cgroup_memory_mb``, ``cgroup_parent``. Never raises:
-    failures become ``notes`` and leave fewer walls (see :func:`walls`)."""
+def setup(cfg: dict, notes: list[str], layout: Layout, fs: HostFS | None = None,
+          pid: int | None = None) -> Groups:
+    """Make the executor's groups on the host ``layout`` describes (read through ``fs``) and
+    move this process (pid ``pid``) into them. ``cfg``: ``workers``, ``limits.processes``,
+    ``cgroup_memory_mb``, ``cgroup_parent``. Never raises: failures become ``notes`` and leave
+    fewer walls (see :func:`walls`)."""
     fs = fs or HostFS()
     pid = os.getpid() if pid is None else pid
-    layout = Layout(fs, root)
     groups = Groups()
     workers = max(1, int(cfg.get("workers", 1)))
     nproc = int((cfg.get("limits") or {}).get("processes", 64))
@@ -212,7 +212,7 @@ def setup(cfg: dict, notes: list[str], fs: HostFS | None = None, root: str = CGR
         _setup_v2(fs, layout, v2, name, pid, pids_max, memory, cfg, groups, notes)
     if "memory" in groups.executor:
         _make_slots(fs, groups, workers, notes)
-    return groups, layout
+    return groups
 
 
 def _setup_v1(fs: HostFS, layout: Layout, ctrls: list[str], name: str, pid: int, pids_max: int,

@@ -212,21 +212,23 @@ def _write(path: str, value: str) -> None:
         fh.write(value)
 
 
-def _setup_cgroups(cfg: dict, facts: dict, cgroups) -> None:
+def _setup_cgroups(cfg: dict, facts: dict, cgroups) -> Any:
     """Put the server (and so every child, at zero per-request cost) into the executor's cgroups
     and make the per-slot memory groups (:mod:`cgroups`: v1, v2 or hybrid). Optional: what
-    could not be made becomes a note, and the isolation level says so (:func:`_level`)."""
+    could not be made becomes a note, and the isolation level says so (:func:`_level`).
+    Returns the host's ``cgroups.Layout`` as read before the server moved."""
     facts["cgroups"], facts["slot_memory"] = {}, []
     layout = cgroups.Layout(cgroups.HostFS())
     facts["cgroup"] = {"layout": layout.describe()}
     if not cfg.get("cgroups", True):
         if not cfg.get("container"):  # a container's groups are the host's to make
             facts["notes"].append("cgroups: switched off (cgroups=False)")
-        return
-    groups, _layout = cgroups.setup(cfg, facts["notes"])
+        return layout
+    groups = cgroups.setup(cfg, facts["notes"], layout)
     facts["cgroups"] = dict(groups.executor)
     facts["slot_memory"] = list(groups.slots)
     facts["cgroup"].update(groups.facts())
+    return layout
 
 
 def _leave_cgroups(facts: dict) -> None:
@@ -1681,11 +1683,11 @@ def main() -> int:
     # a container's task image keeps its packages outside site-packages (this server runs -S)
     sys.path.extend(p for p in cfg.get("sys_path") or [] if p not in sys.path)
     cgroups = _load("cgroups")
-    _setup_cgroups(cfg, facts, cgroups)
+    layout = _setup_cgroups(cfg, facts, cgroups)
     if not facts.get("slot_memory") and cfg.get("slot_memory"):  # a container's: made by the host
         facts["slot_memory"] = [p for p in cfg["slot_memory"] if os.path.isdir(p)]
     if facts["container"]:
-        facts["container_oom_file"] = cgroups.own_oom_file(cgroups.Layout(cgroups.HostFS()))
+        facts["container_oom_file"] = cgroups.own_oom_file(layout)
     slots: list = []
     scratch = ""
     try:
