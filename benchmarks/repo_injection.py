@@ -10,6 +10,9 @@ the ways to run each task's tests (FAIL_TO_PASS + PASS_TO_PASS) with the referen
   ``local`` backend (the venv; with the fork server preloading pytest and the repository's
   dependencies, the default, and without) and, with ``--docker``, on the ``docker`` backend (the
   repository image, warm container, views mounted read-only).
+* ``policy off``: the local sandbox path (1 worker, preloading) with the grading policy's
+  compile step and guards taken out of this process's runner and the tripwire's verdict
+  ignored (its two snapshots still taken), run beside the policy-on row for its overhead.
 
 Each is run sequentially (one worker) so the figures are per sample; the sandbox is also run with
 two workers for throughput. Prints medians side by side and the ratios to direct; the last line
@@ -21,12 +24,14 @@ repository root; ``--docker`` needs the project's Docker engine and base image).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -58,6 +63,22 @@ def _source(tasks_file: Path) -> Path:
 
 
 RUNS = ((1, True), (1, False), (2, True))  # (workers, preload)
+
+
+@contextlib.contextmanager
+def _policy_off() -> Iterator[None]:
+    """The runner without the grading policy: bodies injected as written, no guards, no
+    tripwire (this process only; restored on exit)."""
+    import core.scenarios.repo.execute as execute
+
+    runner, confine = execute._RUNNER, execute.confine_body
+    bare = runner.replace('_G["install"]({relax!r})', "pass").replace("if _CHANGED:", "if False:")
+    assert bare.count("pass") == runner.count("pass") + 1 and "if False:" in bare, "the runner changed: update _policy_off"
+    execute._RUNNER, execute.confine_body = bare, (lambda chunk, *_a, **_k: chunk)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        execute._RUNNER, execute.confine_body = runner, confine
 
 
 def _sandboxed(tasks: list[dict], root: Path, env: RepoEnv | ImageEnv, views: Path,
@@ -105,6 +126,8 @@ def main() -> None:
             make_view(src.root, work / f"v{i}", {t["file"]: (src.root / t["file"]).read_text()})
             views.append(time.perf_counter() - start)
         backends = {"local": _sandboxed(tasks, src.root, env, work / "views")}
+        with _policy_off():
+            backends["local, policy off"] = _sandboxed(tasks, src.root, env, work / "views", ((1, True),))
         if args.docker:
             image = ensure_image_env(list(tasks[0]["env"].get("requirements") or []))
             backends["docker"] = _sandboxed(tasks, src.root, image, work / "views", ((1, True), (2, True)))
@@ -116,9 +139,11 @@ def main() -> None:
             for (workers, preload), (wall, run) in figures.items():
                 label = f"{name} sandbox, {workers} worker(s){'' if preload else ', no preload'}, wall s/sample"
                 print(f"{label:<60}{wall:8.3f}   ratio vs direct {wall / d:5.2f}   (run alone {run:.3f})")
-        side = " ".join(f"{name}={figures[(1, True)][0]:.3f}" for name, figures in backends.items())
+        side = " ".join(f"{name.replace(', policy off', '_policy_off')}={figures[(1, True)][0]:.3f}"
+                        for name, figures in backends.items())
+        policy_ratio = backends["local"][(1, True)][0] / backends["local, policy off"][(1, True)][0]
         print(provenance.line())
-        print(f"per-sample s, 1 worker: direct={d:.3f} {side}")
+        print(f"per-sample s, 1 worker: direct={d:.3f} {side} policy_overhead_ratio={policy_ratio:.3f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -305,9 +305,11 @@ def test_revise_builder_grades_by_similarity_a_step_that_edits_the_test_config(t
 
 
 # --------------------------------------------------------------- 5. in the sandbox
-def test_a_forging_conftest_does_not_pass_a_wrong_change(root: Path, tmp_path: Path) -> None:
+def test_a_forging_conftest_does_not_pass_a_wrong_change(root: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Wrong ``mul`` plus a conftest that turns failed reports into passes: passed in a view
-    without pinning (the attack is real), not passed with the test side pinned; the graders
+    without pinning and without the grading policy (the attack is real), refused by the policy
+    without pinning (it imports pytest), not passed with the test side pinned; the graders
     refuse the reply before running it (implement-change and revise alike)."""
     from core.scenarios.implement_change.builder import write_archive
     from core.scenarios.implement_change.scoring import grade
@@ -323,7 +325,12 @@ def test_a_forging_conftest_does_not_pass_a_wrong_change(root: Path, tmp_path: P
                Sample("right", task, None, edits={"calc/core.py": RIGHT}, pinned=side.pinned())]
     results = {r.sample_id: r for r in run_samples(samples, root, ensure_env([]), default_views_dir(), workers=2,
                                                    timeout=120)}
-    assert results["unpinned"].outcome == "passed", results["unpinned"].detail[-500:]
+    assert results["unpinned"].outcome == "sandbox_violation", results["unpinned"].detail[-500:]
+    assert "conftest.py" in results["unpinned"].detail and "pytest" in results["unpinned"].detail
+    import core.scenarios.repo.execute as execute
+    monkeypatch.setattr(execute, "_confined_edits", lambda edits, *_a: dict(edits))  # the policy off
+    (bare,) = run_samples(samples[:1], root, ensure_env([]), default_views_dir(), timeout=120)
+    assert bare.outcome == "passed", bare.detail[-500:]
     assert results["pinned"].outcome != "passed" and results["pinned"].tests.get(TASK_TESTS["fail_to_pass"][0]) \
         != "passed", results["pinned"]
     assert results["right"].outcome == "passed", results["right"].detail[-500:]
@@ -335,3 +342,27 @@ def test_a_forging_conftest_does_not_pass_a_wrong_change(root: Path, tmp_path: P
     for name, rec in (("implement", {**task, "repo": repo}), ("revise", {**_revise(), "repo": repo})):
         res, form = grade([(name, rec, reply)], sources)[name]
         assert (res.outcome, form) == ("bad_path", "files") and "conftest.py" in res.detail, res
+
+
+@pytest.mark.parametrize("attack", [
+    "import _pytest.reports\n_pytest.reports.BaseReport.passed = property(lambda s: True)\n",
+    "import sys\nsys.modules['_pytest.runner'].call_and_report = None\n",
+    "import builtins\nbuiltins.AssertionError = Exception\n",
+])
+def test_a_wrong_change_that_patches_grading_is_a_violation(root: Path, tmp_path: Path, attack: str) -> None:
+    """Issue 43: a whole-file reply whose module-level statement reaches pytest, sys.modules or
+    builtins is ``sandbox_violation`` through both graders (implement-change and revise), and
+    the same file without the attack is graded as usual (its wrong ``mul`` fails)."""
+    from core.scenarios.implement_change.builder import write_archive
+    from core.scenarios.implement_change.scoring import grade
+    from core.scenarios.repo.source import content_hash
+
+    sources = tmp_path / "sources"
+    write_archive(root, sources / "calc.tar.gz")
+    repo = {"name": "calc", "source": "calc.tar.gz", "content_hash": content_hash(root), "commit": "1"}
+    task = {**_implement(), "task_id": "calc@1", "file": "calc/core.py", "repo": repo}
+    for name, rec in (("implement", task), ("revise", {**_revise(), "repo": repo})):
+        for label, text in (("attack", CORE + "\n" + attack), ("plain", CORE + "\n# mul still adds\n")):
+            res, form = grade([(name, rec, whole_files_reply({"calc/core.py": text}))], sources)[name]
+            want = "sandbox_violation" if label == "attack" else "failed"
+            assert (res.outcome, form) == (want, "files"), (name, label, res.outcome, res.detail[-300:])

@@ -71,7 +71,7 @@ def test_implement_change_default_job(tmp_path: Path) -> None:
     _bracketed(rows, "pass@1")
     ref, broken, model = rows["reference"], rows["broken"], rows["embedded"]
     assert ref["pass@1"] == "1.0" and ref["f2p_share"] == "1.0" and broken["pass@1"] == "0.0"
-    assert ref["grading"] == "in_process" and ref["form_files"] == "1" and broken["no_change"] == "1"
+    assert ref["grading"] == "in_process_confined" and ref["form_files"] == "1" and broken["no_change"] == "1"
     assert ref["samples[before 2024-06-01]"] == "1"
     assert sum(int(model[c]) for c in OUTCOMES) + int(model["generation_error"]) == 1
 
@@ -85,6 +85,6 @@ def test_revise_default_job(tmp_path: Path) -> None:
     for metric in ("score", "edit_chrf", "exact_match"):
         _bracketed(rows, metric)
     ref, broken = rows["reference"], rows["broken"]
-    assert ref["score"] == ref["tests_pass@1"] == ref["exact_match"] == "1.0" and ref["grading"] == "in_process"
+    assert ref["score"] == ref["tests_pass@1"] == ref["exact_match"] == "1.0" and ref["grading"] == "in_process_confined"
     assert (ref["test_graded"], ref["similarity_graded"]) == ("1", "1")
     assert broken["score"] == broken["tests_pass@1"] == "0.0" and broken["no_change"] == "2"

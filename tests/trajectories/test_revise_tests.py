@@ -129,7 +129,7 @@ def test_metric_reports_both_gradings(built: dict[str, Any], tmp_path: Path) -> 
     refs = [kind.reference(kind.validate(r)) for r in records]
     gold = revise_scores(None, _preds(refs), ctx, periods=["2021-04-01"], sources_dir="revise-sources")
     assert gold["score"] == 1.0 and gold["tests_pass@1"] == 1.0 and gold["edit_chrf"] == 100.0
-    assert (gold["test_graded"], gold["similarity_graded"], gold["grading"]) == (1, 2, "in_process")
+    assert (gold["test_graded"], gold["similarity_graded"], gold["grading"]) == (1, 2, "in_process_confined")
     assert gold["score[before 2021-04-01]"] == 1.0 and gold["samples[from 2021-04-01]"] == 2
     rows = [json.loads(line) for line in (tmp_path / "revise_scores.jsonl").read_text().splitlines()]
     assert [r["grading"] for r in rows] == ["tests", "similarity", "similarity"]
@@ -140,7 +140,7 @@ def test_metric_reports_both_gradings(built: dict[str, Any], tmp_path: Path) -> 
     wrong = refs[:]
     wrong[0] = refs[0].replace("a * b", "a - b")
     got = revise_scores(None, _preds(wrong), ctx, sources_dir="revise-sources")
-    assert got["tests_pass@1"] == 0.0 and got["grading"] == "in_process" and got["score"] == pytest.approx(2 / 3, abs=1e-3)
+    assert got["tests_pass@1"] == 0.0 and got["grading"] == "in_process_confined" and got["score"] == pytest.approx(2 / 3, abs=1e-3)
     row = json.loads((tmp_path / "revise_scores.jsonl").read_text().splitlines()[0])
     assert row["test_outcome"] == "failed" and 0.0 < row["edit_chrf"] < 100.0
 
@@ -162,7 +162,7 @@ def test_metric_resumes_from_its_executions_log(built: dict[str, Any], tmp_path:
     assert entry["outcome"] == "passed" and entry["tests"]["tests/test_calc.py::test_mul"] == "passed"
     log.write_text(json.dumps({**entry, "outcome": "failed"}) + "\n" + line[: len(line) // 2])
     again = revise_scores(None, _preds([kind.reference(fix)]), ctx, sources_dir="revise-sources")
-    assert again["tests_pass@1"] == 0.0 and again["grading"] == "in_process"
+    assert again["tests_pass@1"] == 0.0 and again["grading"] == "in_process_confined"
     other = kind.reference(fix).replace("a * b", "b * a")
     assert revise_scores(None, _preds([other]), ctx, sources_dir="revise-sources")["tests_pass@1"] == 1.0
     assert [json.loads(x)["outcome"] for x in log.read_text().splitlines()[2:]] == ["passed"]

@@ -41,7 +41,7 @@ a new ``__init__.py`` in a folder above a test (pytest would import the tests un
 a new top-level module or package (``<root or import root>/<name>.py`` or
 ``<name>/__init__.py``: it would come before the environment's packages on ``sys.path``). Only
 direct imports are followed: the code under test runs in the tests' interpreter anyway (the
-``in_process`` grading tier, docs/sandbox.md), so this keeps the files that *check* the code
+``in_process_confined`` grading tier, docs/sandbox.md), so this keeps the files that *check* the code
 fixed, not every file the code touches.
 
 Case and Unicode normalisation do not open a way round: names are compared after NFC and case

@@ -20,7 +20,7 @@ from the task root (``Sample.pinned``: whatever the edits did, the tests are the
 task's FAIL_TO_PASS and PASS_TO_PASS tests run in the sandbox with the one pinned environment --
 the repo kind's machinery (:func:`core.scenarios.repo.execute.run_samples`, the environments of
 :func:`core.scenarios.repo.env.ensure_env`, the source cache and content-hash check of
-:func:`core.scenarios.repo.scoring.source_root`). Grading tier: ``in_process``, as for repo
+:func:`core.scenarios.repo.scoring.source_root`). Grading tier: ``in_process_confined``, as for repo
 tasks.
 
 Resume: every finished sample is appended to ``implement_executions.jsonl`` in the test case
@@ -46,6 +46,8 @@ from typing import Any, Iterator
 from core.common.errors import ConfigError
 from core.common.jsonl import open_append
 from core.common.progress import progress_bar
+from core.scenarios.repo.policy import GRADING as POLICY_GRADING
+from core.scenarios.repo.policy import check_min_grading
 from core.scenarios.implement_change.answer import FAILURE_KINDS, ParsedChange, parse_change
 from core.scenarios.implement_change.paths import TestSide
 from core.scenarios.repo.env import ensure_env
@@ -61,7 +63,8 @@ LOG = logging.getLogger(__name__)
 
 EXECUTIONS_FILE = "implement_executions.jsonl"
 #: bumped whenever how a sample is graded changes (a resumed run never reuses older verdicts)
-GRADING_VERSION = 3  # 2: a single unnamed block is the task's one file; 3: the test side is refused and pinned
+GRADING_VERSION = 4  # 2: a single unnamed block is the task's one file; 3: the test side is refused and pinned;
+#                     4: Python files compiled under the grading policy (core/scenarios/repo/policy.py)
 
 
 def parse_for_task(reply: str, rec: Mapping[str, Any], root: Path, side: TestSide | None = None) -> ParsedChange:
@@ -133,6 +136,7 @@ def grade_logged(todo: list[tuple[str, dict[str, Any], str]], keys: Mapping[str,
     so a killed run loses only the samples that were running. Lines of the log that do not
     parse (a line cut by the kill) are ignored, and the next result starts a line of its own
     (:func:`core.common.jsonl.open_append`). ``log_path`` None: no log (a call outside a job)."""
+    check_min_grading(settings, label)
     logged = load_executions(log_path) if log_path is not None else {}
     done = {key: (res, str(line.get("form", ""))) for key, (res, line) in logged.items()}
     out = {sid: done[keys[sid]] for sid, _rec, _reply in todo if keys[sid] in done}
@@ -211,7 +215,7 @@ def _row(pairs: list[tuple[SampleResult, str]], tasks: dict[str, dict[str, Any]]
         if isinstance(row.get(col), float):
             row[col] = round(row[col], 4)
     row["generation_error"] = generation_errors
-    row["grading"] = "in_process" if ran else ""
+    row["grading"] = POLICY_GRADING if ran else ""
     row["isolation"] = "+".join(sorted({r.isolation for r in ran if r.isolation}))
     return row
 

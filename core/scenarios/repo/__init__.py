@@ -9,6 +9,7 @@ Modules (each small, each with one job):
 * :mod:`.functions`  -- AST facts: candidate functions, blanking and injection by AST position, context.
 * :mod:`.testrun`    -- run a repository's tests directly (pytest + a result plugin) with timeouts.
 * :mod:`.coverage_map` -- per-test coverage contexts -> which tests cover which function.
+* :mod:`.plugins`    -- which installed pytest plugins the selected tests need; the others off in every run.
 * :mod:`.builder`    -- ``ianvs dataset repo``: baseline, coverage, blank-and-verify, task records.
 * :mod:`.workdir`    -- a build's own folder, swept after a killed build (with what still runs in it).
 * :mod:`.authoring`  -- ``--llm-problems``/``--llm-tests``: model-written problems and tests,

@@ -7,6 +7,8 @@ Steps (each bounded so a build on a shared machine stays predictable; each logs 
    its import roots (``src/`` layouts) and its declared test dependencies, resolve them with the
    user's ``--requirement`` pins into exact pins; create the environment (:mod:`.env`) with a
    metadata-only stub of the package (``importlib.metadata`` works, the code comes from the tree);
+   collect the selected tests once and disable, in every later run (``-p no:NAME``, recorded in
+   every task), the installed pytest plugins none of them needs (:mod:`.plugins`);
 3. run the suite once with per-test coverage contexts (:mod:`.coverage_map`); tests that do not
    pass here are the *baseline failures* and are excluded everywhere. A baseline in which no test
    passes stops the build (:class:`BuildError`) with pytest's collection errors or first failures
@@ -45,7 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from core.common.errors import IanvsError
 from core.common.jsonl import open_append
@@ -53,6 +55,7 @@ from core.scenarios.repo.authoring import AuthoringOptions, author
 from core.scenarios.repo.coverage_map import measure
 from core.scenarios.repo.env import TEST_TOOLS, RepoEnv, ensure_env
 from core.scenarios.repo.functions import FunctionSite, blank, context_for, find_functions
+from core.scenarios.repo.plugins import choose_plugins, pytest_plugin_args
 from core.scenarios.repo.postgres import PostgresService, sweep_stale
 from core.scenarios.repo.project import (ProjectFacts, inspect_project, requirements_of,
                                          resolve_requirements)
@@ -60,6 +63,10 @@ from core.scenarios.repo.source import RepoSource, materialise
 from core.scenarios.repo.testrun import RunResult, config_file, run_tests
 from core.scenarios.repo.view import make_view
 from core.scenarios.repo.workdir import BuildDir, kill_inside
+from core.testenvmanager.sandbox.runner import WITNESS_MARK
+
+if TYPE_CHECKING:
+    from core.scenarios.repo.execute import SampleResult
 
 __all__ = ["BuildOptions", "BuildReport", "BuildError", "build", "task_record"]
 
@@ -68,7 +75,9 @@ LOG = logging.getLogger(__name__)
 _SKIP_PARTS = {"tests", "test", "testing", "docs", "doc", "examples", "benchmarks", "build"}
 #: characters of pytest text quoted in a :class:`BuildError`
 _QUOTE = 1200
-_PROGRESS_VERSION = 1
+_PROGRESS_VERSION = 2  # 2: the pytest plugin choice (a stage of its own) precedes the baseline
+#: characters of the sandbox's message kept per dropped task (log, report, final error)
+_REFUSAL = 600
 
 
 class BuildError(IanvsError):
@@ -110,6 +119,9 @@ class BuildOptions:
     sandbox_check: bool = True
     #: where build folders go (default :func:`.workdir.default_builds_dir`)
     builds_dir: Path | None = None
+    #: pytest plugins (entry-point names) kept enabled even when no selected test needs them
+    #: (``--pytest-plugin``; :mod:`.plugins` decides for the others)
+    keep_plugins: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -133,6 +145,10 @@ class BuildReport:
     resumed: int = 0
     seconds: float = 0.0
     authoring: dict[str, object] | None = None
+    #: the pytest plugins disabled in every run (``-p no:NAME``; :mod:`.plugins`)
+    plugins_disabled: list[str] = field(default_factory=list)
+    #: what the sandbox said about the first reference it refused (outcome: message), if any
+    sandbox_refusal: str = ""
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -146,7 +162,10 @@ class BuildReport:
             "tests_left_out_in_sandbox": self.sandbox_tests_dropped,
             "dropped_blank_still_passes": self.dropped_no_failure,
             "unparsable_files": self.unparsable_files, "resumed_checks": self.resumed,
+            "pytest_plugins_disabled": self.plugins_disabled,
             "seconds": round(self.seconds, 1)}
+        if self.sandbox_refusal:
+            out["sandbox_refusal"] = self.sandbox_refusal
         if self.authoring is not None:
             out["llm"] = self.authoring
         return out
@@ -165,10 +184,13 @@ def _candidate_files(root: Path) -> list[Path]:
 
 @dataclass
 class _Environment:
-    """What step 2 decided (stored in the progress file, recorded in every task)."""
+    """What step 2 decided (stored in the progress file, recorded in every task);
+    ``pytest_plugins``: the plugin choice made right after (:mod:`.plugins`), ``None`` when
+    none was made (the collection run did not report)."""
     requirements: list[str]
     import_roots: list[str]
     project: dict[str, str] | None
+    pytest_plugins: dict[str, list[str]] | None = None
 
 
 def task_record(src: RepoSource, env: RepoEnv, rel: str, text: str, site: FunctionSite,
@@ -177,13 +199,16 @@ def task_record(src: RepoSource, env: RepoEnv, rel: str, text: str, site: Functi
     """The JSON record of one task (field names are the dataset's contract; see docs).
     ``env.requirements`` are the pins the environment was made from; ``env.import_roots`` (when
     not just the top folder) and ``env.project`` (the package's metadata stub) tell the job how to
-    rebuild it and where the package is imported from."""
+    rebuild it and where the package is imported from; ``env.pytest_plugins`` (when the build
+    chose) which installed pytest plugins every run disables (:mod:`.plugins`)."""
     env_rec: dict[str, object] = {"requirements": decided.requirements if decided else opts.requirements,
                                   "pins": env.pins}
     if decided is not None and decided.import_roots != ["."]:
         env_rec["import_roots"] = decided.import_roots
     if decided is not None and decided.project:
         env_rec["project"] = decided.project
+    if decided is not None and decided.pytest_plugins is not None:
+        env_rec["pytest_plugins"] = decided.pytest_plugins
     return {
         "task_id": f"{src.name}/{rel}::{site.qualname}", "kind": "repo",
         "repo": {**src.identity(), "licence": opts.licence},
@@ -290,7 +315,8 @@ def _fingerprint(src: RepoSource, opts: BuildOptions) -> str:
              "max_covering": opts.max_covering, "pass_to_pass": opts.pass_to_pass, "timeout": opts.timeout,
              "services": sorted(opts.services), "extras": opts.extras, "groups": opts.groups,
              "declared": opts.declared_deps, "version": opts.project_version, "build": opts.build_package,
-             "roots": opts.import_roots, "licence": opts.licence, "v": _PROGRESS_VERSION}
+             "roots": opts.import_roots, "licence": opts.licence, "keep_plugins": sorted(opts.keep_plugins),
+             "v": _PROGRESS_VERSION}
     return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -300,6 +326,7 @@ class _Progress:
     def __init__(self, path: Path, fingerprint: str, fresh: bool) -> None:
         self.path = path
         self.environment: dict[str, Any] | None = None
+        self.plugins: dict[str, Any] | None = None
         self.baseline: dict[str, Any] | None = None
         self.checks: dict[str, dict[str, Any] | None] = {}
         lines = path.read_text(errors="replace").splitlines() if path.is_file() and not fresh else []
@@ -313,6 +340,8 @@ class _Progress:
             for e in entries[1:]:
                 if e.get("stage") == "environment":
                     self.environment = e
+                elif e.get("stage") == "plugins":
+                    self.plugins = e
                 elif e.get("stage") == "baseline":
                     self.baseline = e
                 elif e.get("stage") == "check":
@@ -344,6 +373,18 @@ def _tests(record: dict[str, object]) -> dict[str, list[str]]:
     return cast("dict[str, list[str]]", record["tests"])
 
 
+def _refusal(res: SampleResult) -> str:
+    """What the sandbox said about a reference run that did not pass: its outcome, the
+    sandbox's own message (for a kill: what the kernel refused and, where the process reported
+    it, the action and the code that attempted it; the stderr tail without the witness's raw
+    line, which the message already quotes) and the first failed test's assertion lines; at
+    most :data:`_REFUSAL` characters, on one line."""
+    detail = "\n".join(line for line in res.detail.splitlines() if not line.startswith(WITNESS_MARK))
+    parts = [detail, *(f"{t}: {m}" for t, m in list(res.messages.items())[:1])]
+    text = " | ".join(" ".join(p.split()) for p in parts if p.strip())
+    return f"{res.outcome}: {text}"[:_REFUSAL]
+
+
 def _sandbox_check(records: list[dict[str, object]], src: RepoSource, env: RepoEnv,
                    pg: PostgresService | None, opts: BuildOptions, report: BuildReport) -> list[dict[str, object]]:
     """Run every candidate's reference as the job will: in the sandbox (``execute.run_samples``,
@@ -368,8 +409,10 @@ def _sandbox_check(records: list[dict[str, object]], src: RepoSource, env: RepoE
         return records
     passed: dict[str, set[str]] = {}
     alone: list[Sample] = []
+    why: dict[str, str] = {}  # per task, what the sandbox said first
     for rec in failing:
         res, tests = first[f"{rec['task_id']}#ref"], _tests(rec)
+        why[str(rec["task_id"])] = _refusal(res)
         listed = [*tests["fail_to_pass"], *tests["pass_to_pass"]]
         if all(t in res.tests for t in listed):
             passed[str(rec["task_id"])] = {t for t in listed if res.tests[t] == "passed"}
@@ -377,29 +420,33 @@ def _sandbox_check(records: list[dict[str, object]], src: RepoSource, env: RepoE
             alone += [Sample(f"{rec['task_id']}#ref#{i}", {**rec, "tests": {**tests, "fail_to_pass": [t],
                                                                               "pass_to_pass": []}}, None)
                       for i, t in enumerate(listed)]
+    alone_said: set[str] = set()
     if alone:
         LOG.info("%d reference run(s) gave no per-test outcome in the sandbox: running their %d tests one by one",
                  len({s.task["task_id"] for s in alone}), len(alone))
-        for sid, res in run(alone).items():
+        for sid, res in sorted(run(alone).items()):
             tid, _, _ = sid.rpartition("#ref#")
             test = next(s.task["tests"]["fail_to_pass"][0] for s in alone if s.sample_id == sid)
             if res.outcome == "passed":
                 passed.setdefault(tid, set()).add(test)
             else:
                 passed.setdefault(tid, set())
+                if tid not in alone_said:  # the first test that fails alone says more than the batch
+                    alone_said.add(tid)
+                    why[tid] = f"{test}: {_refusal(res)}"[:_REFUSAL]
     changed: dict[str, dict[str, object]] = {}
     for rec in failing:
         tid, tests = str(rec["task_id"]), _tests(rec)
         good = passed.get(tid, set())
         f2p = [t for t in tests["fail_to_pass"] if t in good]
         p2p = [t for t in tests["pass_to_pass"] if t in good]
+        report.sandbox_refusal = report.sandbox_refusal or why[tid]
         if not f2p:
             report.dropped_sandbox += 1
-            LOG.info("%s: dropped, none of its FAIL_TO_PASS tests passes in the sandbox (%s)", tid,
-                     first[f"{tid}#ref"].outcome)
+            LOG.info("%s: dropped, none of its FAIL_TO_PASS tests passes in the sandbox: %s", tid, why[tid])
             continue
         left_out = len(tests["fail_to_pass"]) + len(tests["pass_to_pass"]) - len(f2p) - len(p2p)
-        LOG.info("%s: %d test(s) do not pass in the sandbox: left out", tid, left_out)
+        LOG.info("%s: %d test(s) do not pass in the sandbox, left out: %s", tid, left_out, why[tid])
         changed[tid] = {**rec, "tests": {**tests, "fail_to_pass": f2p, "pass_to_pass": p2p}}
     if changed:
         again = run([Sample(f"{tid}#ref", rec, None) for tid, rec in changed.items()])
@@ -412,8 +459,8 @@ def _sandbox_check(records: list[dict[str, object]], src: RepoSource, env: RepoE
                                                  - len(tests["fail_to_pass"]) - len(tests["pass_to_pass"]))
             else:
                 report.dropped_sandbox += 1
-                LOG.info("%s: dropped, its reference still fails in the sandbox with the remaining tests (%s)",
-                         tid, again[f"{tid}#ref"].outcome)
+                LOG.info("%s: dropped, its reference still fails in the sandbox with the remaining tests: %s",
+                         tid, _refusal(again[f"{tid}#ref"]))
     return [changed.get(str(r["task_id"]), r) for r in records if str(r["task_id"]) in ok]
 
 
@@ -457,7 +504,19 @@ def _build(opts: BuildOptions, report: BuildReport, started: float, work: Path, 
         progress.add({"stage": "environment", **asdict(decided)})
     env = ensure_env(decided.requirements, opts.cache_dir, opts.env, decided.project)
     LOG.info("environment %s (%d packages)", env.root, len(env.pins))
-    extra = [f"--deselect={d}" for d in opts.deselect]
+    deselect = [f"--deselect={d}" for d in opts.deselect]
+    if progress.plugins is None:
+        own = (decided.project or {}).get("name") or (facts.name if facts else None)
+        choice = choose_plugins(env.python, src.root, opts.test_paths, opts.suite_timeout, deselect,
+                                env_extra=database_env("plugins"), import_roots=decided.import_roots, scratch=work,
+                                keep=frozenset(opts.keep_plugins), project=own)
+        progress.plugins = {"stage": "plugins", "choice": choice.record() if choice is not None else None}
+        progress.add(progress.plugins)
+    decided.pytest_plugins = progress.plugins["choice"]
+    report.plugins_disabled = list((decided.pytest_plugins or {}).get("disabled", []))
+    # the same plugins in every run: the baseline, the blanked bodies and (through the records)
+    # the sandbox check and the job
+    extra = [*pytest_plugin_args({"env": {"pytest_plugins": decided.pytest_plugins}}), *deselect]
 
     if progress.baseline is None:
         LOG.info("baseline run with coverage contexts of %s", src.name)
@@ -577,8 +636,10 @@ def _build(opts: BuildOptions, report: BuildReport, started: float, work: Path, 
             hint="next step: " + ("no function is covered by a passing test: run the tests that exercise the "
                                   "package (--tests PATH)" if not report.covered else
                                   "the tests need what the sandbox forbids (processes, network, files outside "
-                                  "the repository): choose other tests with --tests/--deselect"
-                                  if report.dropped_sandbox else
+                                  f"the repository); the sandbox said: {report.sandbox_refusal or 'nothing'}; "
+                                  "choose other tests with --tests/--deselect (a pytest plugin that does it "
+                                  "is kept only when the selected tests use it: see the log's 'pytest plugin' "
+                                  "lines)" if report.dropped_sandbox else
                                   "the covering tests do not check results; raise --max-covering"))
     if opts.authoring is not None:  # model-written problems/tests, validated (authoring.py)
         report.authoring = author(records, src.root, env, opts.authoring).as_dict()

@@ -65,6 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "guessed (src/ if it holds the package) unless --import-root")
     decl.add_argument("--import-root", action="append", dest="import_roots", metavar="DIR",
                       help="folder (relative to the repository) put on sys.path of every test run (repeatable)")
+    decl.add_argument("--pytest-plugin", action="append", default=[], dest="keep_plugins", metavar="NAME",
+                      help="keep this installed pytest plugin (entry-point name, as the log's 'pytest plugin' lines "
+                           "give it) enabled although no selected test uses its fixtures, markers or ini options "
+                           "(repeatable; the others are disabled in every run with -p no:NAME)")
     llm = parser.add_argument_group(
         "model-written problems and tests",
         "Ask a model (any configured generator) to write problem statements and extra unit tests for "
@@ -118,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
                         authoring=authoring, suite_timeout=args.suite_timeout, fresh=args.fresh,
                         extras=args.extras, groups=args.groups, declared_deps=not args.no_declared_deps,
                         project_version=args.project_version, build_package=not args.no_build,
-                        import_roots=args.import_roots, sandbox_check=not args.no_sandbox_check)
+                        import_roots=args.import_roots, sandbox_check=not args.no_sandbox_check,
+                        keep_plugins=args.keep_plugins)
     if (args.extras or args.groups) and args.no_declared_deps:
         raise ConfigError("--no-declared-deps cannot be combined with --extra/--group")
     for flag, value in (("--max-tasks", args.max_tasks), ("--max-covering", args.max_covering), ("--jobs", args.jobs)):

@@ -46,7 +46,10 @@ mismatch`` -- leaves the test not passed, not run); the pass/fail verdict is the
 sandbox outcome: pytest exits 0 *and* every selected test ran and passed (a skip, an xfail, a test
 that never ran because the sample ended the session with ``pytest.exit(returncode=0)`` are not a
 pass). Both come from the sample's own process (the
-repository code under test runs in the same interpreter as its tests), i.e. the ``in_process`` tier.
+repository code under test runs in the same interpreter as its tests), i.e. the ``in_process_confined`` tier: the
+candidate's code is compiled under :mod:`.policy` first, the runner installs :mod:`.guards` before
+pytest is imported and compares pytest's reporting path before and after the run (the tripwire).
+A refusal, a guard that fired (even if the code caught it) or a tripped wire is ``sandbox_violation``.
 """
 
 from __future__ import annotations
@@ -64,9 +67,13 @@ from typing import Iterable, Iterator
 
 from core.common.errors import IanvsError
 from core.scenarios.repo.env import RepoEnv, default_cache_dir
-from core.scenarios.repo.functions import FunctionSite, InjectionError, blank, find_functions, inject
+from core.scenarios.repo import guards
+from core.scenarios.repo.functions import FunctionSite, InjectionError, blank, find_functions, inject, reinject
+from core.scenarios.repo.policy import (PolicyRefused, confine_body, confine_file, module_context, own_packages,
+                                        relaxations, repository_imports)
 from core.scenarios.repo.image_env import ImageEnv, image_provides
 from core.scenarios.repo.postgres import PostgresDatabase, PostgresService
+from core.scenarios.repo.plugins import pytest_plugin_args
 from core.scenarios.repo.preload import dependency_modules
 from core.scenarios.repo.testrun import config_file
 from core.scenarios.repo.view import make_view
@@ -86,6 +93,9 @@ def default_views_dir() -> Path:
 LOG = logging.getLogger(__name__)
 
 RESULT_MARK = "@@ianvs-repo-results@@"
+#: the runtime half of the grading policy (:mod:`.guards`), executed by every sample's runner
+#: before pytest is imported
+GUARDS_SOURCE = Path(guards.__file__).read_text()
 
 #: Paths each sandboxed process sees as its own empty tmpfs: views placed there would be invisible.
 PRIVATE_IN_SANDBOX = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run")
@@ -98,8 +108,29 @@ POSTGRES_IN_CONTAINER = "/opt/ianvs/services/postgres"
 _RUNNER = '''
 import json, os, sys
 sys.dont_write_bytecode = True
+_G = {{"__name__": "ianvs_guards"}}
+exec(compile({guards!r}, "<ianvs-guards>", "exec"), _G)
+_G["install"]({relax!r})
 sys.path[:0] = [*[os.path.join({view!r}, r) for r in {roots!r}], {view!r}, *{sites!r}]
 import pytest
+_TRIPWIRE = {{}}
+def _watch(into):
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not (name in ("pytest", "builtins", "sys", "os", "json", "posix")
+                               or name.startswith(("_pytest", "pluggy"))):
+            continue
+        into["M|" + name] = mod
+        for key, value in list(vars(mod).items()):
+            if name == "sys" and key.startswith("last_"):
+                continue  # pytest records a failed test's exception there (sys.last_type...)
+            if callable(value) or type(value) is type(sys):
+                into["A|" + name + "|" + key] = value
+                if isinstance(value, type) and value.__dict__.get("__module__") == name:
+                    for k, v in list(vars(value).items()):
+                        into["C|" + name + "|" + key + "|" + k] = v
+    for key, value in vars(_Collect).items():
+        into["C|runner|_Collect|" + key] = value
+    return into
 _CFG = os.path.join({view!r}, {config!r}) if {config!r} else os.devnull
 _R = {{}}
 _CALLED = set()
@@ -119,8 +150,25 @@ class _Collect:
             _R.setdefault(report.nodeid, "passed")
         elif report.skipped and report.nodeid not in _R:
             _R[report.nodeid] = "skipped"
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_load_initial_conftests(self, early_config, parser, args):
+        # the environment's plugins are loaded (hypothesis patches pytest on import), no
+        # conftest or test module yet: the tripwire's baseline
+        _watch(_TRIPWIRE)
+_EARLY = _watch({{}})
 rc = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header", "-rN",
-                  "--rootdir", {view!r}, "-c", _CFG, "--confcutdir", {view!r}, *{deselect!r}, "--", *[{view!r} + "/" + t for t in _WANT]], plugins=[_Collect()])
+                  "--rootdir", {view!r}, "-c", _CFG, "--confcutdir", {view!r}, *{plugins!r}, *{deselect!r}, "--", *[{view!r} + "/" + t for t in _WANT]], plugins=[_Collect()])
+_NOW = _watch({{}})
+_BASE = _TRIPWIRE or _EARLY  # before pytest.main if the hook never ran: never no baseline
+_CHANGED = sorted([k for k, v in _BASE.items() if _NOW.get(k, _BASE) is not v]
+                  + [k for k in _NOW if k not in _BASE and k[:2] == "C|"  # a new method or descriptor
+                     and "A|" + k[2:].rsplit("|", 1)[0] in _BASE
+                     and (callable(_NOW[k]) or hasattr(type(_NOW[k]), "__get__"))])
+_CHANGED += ["refused: " + v for v in _G["VIOLATIONS"][:5]]
+if _CHANGED:
+    sys.stdout.write("\\n" + {tmark!r} + json.dumps(_CHANGED[:20]) + "\\n")
+    sys.stdout.flush()
+    raise AssertionError(f"tripwire: {{_CHANGED[:5]}}")
 sys.stdout.write("\\n" + {mmark!r} + json.dumps(_M) + "\\n")
 sys.stdout.write("\\n" + {mark!r} + json.dumps(_R) + "\\n")
 sys.stdout.flush()
@@ -173,12 +221,50 @@ def site_of(task: dict, text: str) -> FunctionSite:
     raise InjectionError(f"{task['task_id']}: no function {task['qualname']} at line {pos['def_line']}")
 
 
-def _edited(task: dict, root: Path, code: str | None) -> str:
+def _edited(task: dict, root: Path, code: str | None, packages: frozenset[str] = frozenset(),
+            reference: bool = False) -> str:
+    """The task's file with ``code``'s body injected under the grading policy (``reference``:
+    the file's own body, put back through the same policy: the gold control; ``code=None``:
+    the blanked control, never confined). Raises :class:`InjectionError` or
+    :class:`~.policy.PolicyRefused`."""
     text = (root / task["file"]).read_text()
     site = site_of(task, text)
-    if code is None:
+    if code is None and not reference:
         return blank(text, site)
-    return inject(text, site, code)
+    ctx = module_context(text, packages)
+    is_async = site.signature.lstrip().startswith("async")
+
+    def confine(chunk: str) -> str:
+        return confine_body(chunk, ctx, is_async=is_async, class_name=site.class_name)
+    return reinject(text, site, confine) if reference else inject(text, site, str(code), confine)
+
+
+def _relaxations(task: dict, root: Path, whole_files: bool) -> tuple[str, ...]:
+    """The policy relaxations the task's own reference needs (:func:`.policy.relaxations`;
+    none for whole-file answers, whose reference is the answer itself)."""
+    if whole_files or "position" not in task:
+        return ()
+    text = (root / task["file"]).read_text()
+    return relaxations(site_of(task, text).body_text(text))
+
+
+def _confined_edits(edits: dict[str, str], root: Path, pinned: frozenset[str],
+                    packages: frozenset[str]) -> dict[str, str]:
+    """``edits`` with every Python file the view keeps (not a ``pinned`` test-side path)
+    rewritten under the grading policy in whole-file mode (:func:`.policy.confine_file`).
+    Raises :class:`~.policy.PolicyRefused` naming the file."""
+    out = dict(edits)
+    imports = repository_imports(root)
+    for rel, text in edits.items():
+        if not rel.endswith(".py") or os.path.normpath(rel) in pinned:
+            continue
+        old_path = root / rel
+        old = old_path.read_text(errors="replace") if old_path.is_file() else None
+        try:
+            out[rel] = confine_file(text, old, module_context(old, packages, imports, file_mode=True))
+        except PolicyRefused as exc:
+            raise PolicyRefused(f"{rel}: {exc}") from None
+    return out
 
 
 def _with_databases(requests: Iterable[ExecRequest], service: PostgresService,
@@ -268,7 +354,12 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
     an :class:`ImageEnv` runs on ``docker`` in that image, with the run's views directory
     bind-mounted read-only at :data:`VIEWS_IN_CONTAINER` and the image's own site directories on
     ``sys.path`` (``env.options`` are further options of the docker backend).
-    ``reference=True`` runs the file unchanged (the gold control; ``code`` is ignored).
+    ``reference=True`` runs the gold control (``code`` and ``edits`` are ignored): the task's own
+    body put back through the grading policy (:mod:`.policy`), or the files unchanged for a
+    task without a recorded ``position``. Every candidate body and every Python file of
+    ``edits`` outside ``pinned`` is compiled under that policy first; code it refuses is
+    ``sandbox_violation`` without running, and the runner's guards and tripwire make a refusal
+    at run time, or a change to pytest's reporting path, ``sandbox_violation`` too.
     A sample whose code cannot be injected is ``syntax_error`` without running anything.
     ``service`` (a started :class:`PostgresService`, on either backend): every sample gets its own
     database (``DATABASE_URL`` and ``PG*`` in its environment), dropped when its result arrives
@@ -302,17 +393,26 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
     config = Path(cfg).name if cfg != os.devnull else ""  # the repository's pytest config, as the builder's
     tmp = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=views_dir))  # owner: see leftovers
     tmp.chmod(0o755)  # the sandbox's unprivileged uid reads the views (never writes them)
+    packages: dict[str, frozenset[str]] = {}
     try:
         for n, s in enumerate(samples):
             task = s.task
             edits = written_test_files(task)
+            roots_key = json.dumps(task.get("env", {}).get("import_roots", ["."]))
+            if roots_key not in packages:
+                packages[roots_key] = own_packages(root, json.loads(roots_key))
             try:
                 if not reference and s.edits is not None:
-                    edits.update(s.edits)
-                elif not reference:
-                    edits[task["file"]] = _edited(task, root, s.code)
+                    edits.update(_confined_edits(s.edits, root, s.pinned, packages[roots_key]))
+                elif s.edits is None and (not reference or "position" in task):  # else: the file as it is
+                    edits[task["file"]] = _edited(task, root, s.code, packages[roots_key], reference)
             except InjectionError as exc:
                 early.append(SampleResult(s.sample_id, task["task_id"], "syntax_error", {}, str(exc), 0.0,
+                                          executed_by=env.backend))
+                continue
+            except PolicyRefused as exc:
+                early.append(SampleResult(s.sample_id, task["task_id"], "sandbox_violation", {},
+                                          f"the grading policy refused the candidate's code: {exc}", 0.0,
                                           executed_by=env.backend))
                 continue
             view = make_view(root, tmp / f"v{n}", edits, s.pinned)
@@ -324,8 +424,11 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
             marks[s.sample_id] = f"{RESULT_MARK}{secrets.token_hex(8)}@@"
             roots = [r for r in task.get("env", {}).get("import_roots", ["."]) if r not in ("", ".")]
             program = _RUNNER.format(view=seen_as, sites=sites, tests=tests, deselect=deselect,
+                                     plugins=pytest_plugin_args(task),
                                      mark=marks[s.sample_id], mmark=_messages_mark(marks[s.sample_id]),
-                                     roots=roots, config=config)
+                                     roots=roots, config=config, guards=GUARDS_SOURCE,
+                                     relax=_relaxations(task, root, s.edits is not None),
+                                     tmark=_tripwire_mark(marks[s.sample_id]))
             requests.append(ExecRequest(id=s.sample_id, mode=ExecMode.SCRIPT, program=program, test="",
                                         timeout=timeout, memory_mb=2048, read_paths=(seen_as,)))
         yield from early
@@ -381,12 +484,20 @@ def _messages_mark(mark: str) -> str:
     return mark[:-2] + "@M@"
 
 
+def _tripwire_mark(mark: str) -> str:
+    """The mark of the runner's tripwire line (what changed in pytest's reporting path)."""
+    return mark[:-2] + "@T@"
+
+
 def _result(sample: Sample, res: ExecResult, mark: str) -> SampleResult:
     tests: dict[str, str] = {}
     messages: dict[str, str] = {}
-    mmark = _messages_mark(mark)
+    mmark, tmark = _messages_mark(mark), _tripwire_mark(mark)
+    tripped = ""
     for line in (res.stdout or "").splitlines():  # the last line with this sample's mark
-        if line.startswith(mark):
+        if line.startswith(tmark):
+            tripped = line[len(tmark):][:600]
+        elif line.startswith(mark):
             try:
                 tests = json.loads(line[len(mark):])
             except ValueError:
@@ -399,5 +510,9 @@ def _result(sample: Sample, res: ExecResult, mark: str) -> SampleResult:
             messages = {str(k): str(v)[:300] for k, v in found.items()} \
                 if isinstance(found, dict) else {}
     detail = (res.detail + "\n" + (res.stderr or "")[-500:]).strip()
-    return SampleResult(sample.sample_id, sample.task["task_id"], res.outcome.value, tests, detail, res.duration_s,
+    outcome = res.outcome.value
+    if tripped and outcome != "infra_error":  # a claim only the sample's own run can make against itself
+        outcome, detail = "sandbox_violation", ("the grading policy refused the candidate's code at run time, or "
+                                                f"pytest's reporting path changed during the run: {tripped}")[:800]
+    return SampleResult(sample.sample_id, sample.task["task_id"], outcome, tests, detail, res.duration_s,
                         res.isolation_label, res.backend, messages)

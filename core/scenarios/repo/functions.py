@@ -19,9 +19,11 @@ import re
 import textwrap
 import warnings
 from dataclasses import dataclass
+from typing import Callable
+
 from core.common import pyast
 
-__all__ = ["FunctionSite", "InjectionError", "find_functions", "blank", "inject", "defines_function", "context_for"]
+__all__ = ["FunctionSite", "InjectionError", "find_functions", "blank", "inject", "reinject", "defines_function", "context_for"]
 
 #: The upper bound, in characters, of the context a task records for the prompt.
 CONTEXT_LIMIT = 4000
@@ -135,11 +137,15 @@ def defines_function(code: str, name: str) -> bool:
     return True
 
 
-def inject(source: str, site: FunctionSite, generated: str) -> str:
+def inject(source: str, site: FunctionSite, generated: str,
+           confine: Callable[[str], str] | None = None) -> str:
     """``source`` with the body of ``site`` replaced by the body of ``generated``'s function.
 
-    A generated docstring is dropped (the file keeps its own). Raises :class:`InjectionError`
-    when no function of that name parses or the spliced file does not compile.
+    A generated docstring is dropped (the file keeps its own). ``confine`` (the grading
+    policy, :func:`core.scenarios.repo.policy.confine_body`) rewrites the dedented body
+    statements before they are placed; what it raises propagates. Raises
+    :class:`InjectionError` when no function of that name parses or the spliced file does not
+    compile.
     """
     node, text = _candidate_def(generated, site.name)
     body = node.body
@@ -153,6 +159,10 @@ def inject(source: str, site: FunctionSite, generated: str) -> str:
     start = min([first.lineno, *[d.lineno for d in getattr(first, "decorator_list", [])]])
     lines = text.splitlines(keepends=True)
     chunk = textwrap.dedent("".join(lines[start - 1:node.end_lineno]))
+    return _place(source, site, confine(chunk) if confine is not None else chunk)
+
+
+def _place(source: str, site: FunctionSite, chunk: str) -> str:
     new_body = textwrap.indent(chunk, site.indent, lambda s: bool(s.strip()))
     result = _splice(source, site, new_body)
     try:
@@ -160,6 +170,12 @@ def inject(source: str, site: FunctionSite, generated: str) -> str:
     except SyntaxError as exc:
         raise InjectionError(f"the injected file does not compile: {exc.msg} (line {exc.lineno})") from None
     return result
+
+
+def reinject(source: str, site: FunctionSite, confine: Callable[[str], str]) -> str:
+    """``source`` with the body of ``site`` (its reference) passed through ``confine`` and put
+    back: the gold control of a policy-compiled run. Raises like :func:`inject`."""
+    return _place(source, site, confine(textwrap.dedent(site.body_text(source))))
 
 
 def context_for(source: str, site: FunctionSite, limit: int = CONTEXT_LIMIT) -> str:

@@ -23,6 +23,7 @@ from core.common.errors import DatasetError
 from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, reject_unknown, require_object,
                                  require_str)
 from core.scenarios.repo.functions import defines_function
+from core.scenarios.repo.plugins import check_record as check_plugins
 from core.scenarios.repo.prompts import chat_messages, header_of, prompt_of, reference_code
 
 __all__ = ["RepoKind", "RECORD_FIELDS", "answer_code", "load_tasks"]
@@ -123,6 +124,10 @@ def _check_nested(record: Mapping[str, Any], source: str | None, line: int | Non
                                     and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", project["name"])):
         raise DatasetError("field 'env.project' must be {name, version, entry_points} of the package under test",
                            source=source, line=line)
+    plugins = check_plugins(env.get("pytest_plugins"))
+    if plugins is not None:
+        raise DatasetError(f"field 'env.pytest_plugins' {plugins}", source=source, line=line,
+                           hint="rebuild the file with 'ianvs dataset repo'")
     pos = record.get("position")
     if not isinstance(pos, Mapping) or not isinstance(pos.get("def_line"), int) \
             or isinstance(pos.get("def_line"), bool):

@@ -13,7 +13,7 @@ Used from testenv.yaml (``task_kind: repo``)::
 Per test record (``context.records()``) and sample, the answer (:meth:`RepoKind.answer`) is
 injected by AST position into a private view of the repository and the task's FAIL_TO_PASS and
 PASS_TO_PASS tests run in the sandbox with the repository's environment
-(:func:`core.scenarios.repo.execute.run_samples`; grading tier ``in_process``, since the
+(:func:`core.scenarios.repo.execute.run_samples`; grading tier ``in_process_confined``, since the
 repository's code and its tests share one interpreter).
 
 * **Sources** are materialised once per content hash into the cache (``repo-src/`` next to the
@@ -30,8 +30,9 @@ repository's code and its tests share one interpreter).
 * **Resume**: each finished sample is appended to ``repo_executions.jsonl`` in the test case
   folder (with ``executed_by``, the backend) under a key of task, sample index, code and (other
   than ``local``) backend and ``run_env``; a rerun executes only what is missing.
-* **Sandbox**: ``backend`` (``local`` or ``docker``), ``workers`` and ``min_isolation`` of
-  testenv's ``sandbox:`` are honoured; on ``docker``, ``image`` is the base the repository
+* **Sandbox**: ``backend`` (``local`` or ``docker``), ``workers``, ``min_isolation`` and
+  ``min_grading`` (:func:`core.scenarios.repo.policy.check_min_grading`) of testenv's
+  ``sandbox:`` are honoured; on ``docker``, ``image`` is the base the repository
   images derive from, and the backend's other options (``runtime``, ``docker_host``,
   ``container_memory_mb``...) apply. PostgreSQL tasks run on both (on ``docker`` the service's
   socket directory is mounted into the containers, which keep no network); any other backend
@@ -65,6 +66,8 @@ from core.scenarios.repo.env import RepoEnv, default_cache_dir, ensure_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
 from core.scenarios.repo.image_env import ImageEnv, ensure_image_env
 from core.scenarios.repo.metrics import OUTCOMES, summarise
+from core.scenarios.repo.policy import GRADING as POLICY_GRADING
+from core.scenarios.repo.policy import check_min_grading
 from core.scenarios.repo.postgres import PostgresService
 from core.scenarios.repo.source import materialise
 from core.testenvmanager.sandbox.images import BASE_IMAGE, DEFAULT_DOCKER_HOST
@@ -80,7 +83,7 @@ BACKENDS = ("local", "docker")
 #: options of testenv's ``sandbox:`` that are not the docker backend's constructor options, or
 #: that this metric sets itself
 _NOT_DOCKER_OPTIONS = ("backend", "timeout", "timeout_factor", "timeout_floor", "timeout_ceiling",
-                       "memory_mb", "workers", "min_isolation", "image", "docker_host", "read_mounts",
+                       "memory_mb", "workers", "min_isolation", "min_grading", "image", "docker_host", "read_mounts",
                        "request_read_roots", "socket_mounts")
 _FIELDS = tuple(SampleResult.__dataclass_fields__)
 
@@ -120,8 +123,9 @@ def source_root(spec: Path, want_hash: str, cache: Path | None = None) -> Path:
 
 
 #: bumped whenever how a sample is graded changes, so a resumed run never reuses older verdicts
-#: (2: pass needs every selected test to have run and passed; nonce-marked per-test outcomes)
-GRADING_VERSION = 2
+#: (2: pass needs every selected test to have run and passed; nonce-marked per-test outcomes;
+#: 3: bodies compiled under the grading policy, guards and tripwire in the runner)
+GRADING_VERSION = 3
 
 
 def _key(rec: Mapping[str, Any], index: int, code: str | None, backend: str = "local") -> str:
@@ -193,6 +197,7 @@ def _sandbox_options(settings: Mapping[str, Any]) -> _Sandbox:
                           hint="set sandbox.backend: local (venvs on this machine) or docker (images "
                                "on the project's Docker engine)")
     workers, min_isolation = int(settings.get("workers", 2)), str(settings.get("min_isolation", "kernel"))
+    check_min_grading(settings, "repo")
     if backend == "local":
         return _Sandbox(backend, workers, min_isolation)
     for key in ("read_mounts", "request_read_roots", "socket_mounts"):
@@ -295,7 +300,7 @@ def _row(results: list[SampleResult], tasks: dict[str, dict[str, Any]], ks: list
         if isinstance(value, float) and not math.isnan(value):
             row[col] = round(value, 4)
     row["generation_error"] = generation_errors
-    row["grading"] = "in_process" if results else ""
+    row["grading"] = POLICY_GRADING if results else ""
     row["isolation"] = "+".join(sorted({r.isolation for r in results if r.isolation}))
     # results logged before executed_by was recorded all ran on ``local`` (the only backend then)
     row["executed_by"] = "+".join(sorted({r.executed_by or "local" for r in results}))

@@ -121,10 +121,17 @@ def pytest_argv(python: str, root: Path, test_ids: list[str], extra: list[str] |
 
 def run_pytest(python: Path, root: Path, test_ids: list[str], timeout: float,
                extra: list[str] | None = None, env_extra: dict[str, str] | None = None,
-               import_roots: list[str] | None = None, scratch: Path | None = None) -> RunResult:
-    """Run ``test_ids`` (all tests when empty) under ``root``; see :class:`RunResult`."""
+               import_roots: list[str] | None = None, scratch: Path | None = None,
+               extra_plugins: dict[str, str] | None = None) -> RunResult:
+    """Run ``test_ids`` (all tests when empty) under ``root``; see :class:`RunResult`.
+    ``extra_plugins`` (module name -> source) are written beside the reporting plugin and loaded
+    with ``-p NAME`` before ``extra`` (the builder's plugin probe, :mod:`.plugins`)."""
     with tempfile.TemporaryDirectory(prefix="ianvs-repo-run-", dir=scratch) as tmp:
         Path(tmp, "ianvs_repo_report.py").write_text(PLUGIN_SOURCE)
+        loads: list[str] = []
+        for name, source in (extra_plugins or {}).items():
+            Path(tmp, f"{name}.py").write_text(source)
+            loads += ["-p", name]
         results = Path(tmp, "results.json")
         log = Path(tmp, "output.txt")
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "LANG": "C.UTF-8",
@@ -132,9 +139,9 @@ def run_pytest(python: Path, root: Path, test_ids: list[str], timeout: float,
                "PYTHONDONTWRITEBYTECODE": "1", "IANVS_REPO_RESULTS": str(results), **(env_extra or {})}
         requested = [t for t in test_ids if "::" in t]
         with open(log, "wb") as out:
-            proc = subprocess.Popen(pytest_argv(str(python), root, test_ids, extra), cwd=root, env=env,
-                                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                    preexec_fn=die_with_parent(signal.SIGKILL))
+            argv = pytest_argv(str(python), root, test_ids, [*loads, *(extra or [])])
+            proc = subprocess.Popen(argv, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True, preexec_fn=die_with_parent(signal.SIGKILL))
             try:
                 proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:

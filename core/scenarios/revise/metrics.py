@@ -43,7 +43,7 @@ A reply that gives no usable change scores 0 everywhere and is counted under its
 (mean over tasks), ``tests_pass@1`` (share of test-graded tasks passed), ``test_graded`` /
 ``similarity_graded`` (task counts), ``edit_chrf`` and ``exact_match`` (over every task, the
 test-graded ones included), ``scored_samples``, the failure counts, ``form_files`` /
-``form_diff``, ``generation_error``, ``grading`` (``in_process`` when a sample ran in the
+``form_diff``, ``generation_error``, ``grading`` (``in_process_confined`` when a sample ran in the
 sandbox), ``isolation``; with ``periods``, ``score[<period>]``, ``edit_chrf[<period>]`` and
 ``samples[<period>]``. Per sample, ``revise_scores.jsonl`` in the test case folder has both
 gradings' results and which one the task got (``grading``).
@@ -63,6 +63,7 @@ from typing import Any
 
 from core.common.errors import ConfigError
 from core.scenarios.implement_change.answer import FAILURE_KINDS, parse_change
+from core.scenarios.repo.policy import GRADING as POLICY_GRADING
 from core.scenarios.scoring import iter_samples, mean
 from core.scenarios.trajectories.periods import commit_time, period_labels, period_of
 
@@ -170,7 +171,7 @@ def revise_scores(y_true: Any, y_pred: Any, context: Any = None, periods: Sequen
     out["form_files"] = sum(r["form"] == "files" for r in rows)
     out["form_diff"] = sum(r["form"] == "diff" for r in rows)
     out["generation_error"] = len(errors)
-    out["grading"] = "in_process" if ran else ""
+    out["grading"] = POLICY_GRADING if ran else ""
     out["isolation"] = "+".join(sorted({str(r.get("isolation")) for r in ran if r.get("isolation")}))
     for label in period_labels(periods):
         mine = [r for r in rows if r["period"] == label]

@@ -53,7 +53,7 @@ as a HumanEval record; what differs is where code and tests run:
   started at the first such task and stopped with the runner; ``DATABASE_URL`` and ``PG*`` in
   the sample's environment).
 
-Grading tier: ``in_process`` (the repository's code, the model's function and its tests share
+Grading tier: ``in_process_confined`` (the repository's code, the model's function and its tests share
 one interpreter in the sandbox, as for the repo kind). A task naming a service the repo kind
 does not know is refused with a ConfigError; :func:`function_tasks` selects a tasks file's
 usable tasks (optionally without methods or services).

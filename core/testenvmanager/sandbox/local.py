@@ -28,6 +28,7 @@ import json
 import logging
 import marshal
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -40,6 +41,7 @@ from .leases import FIRST_UID, UidLease
 from .leases import acquire as acquire_uids
 from .leftovers import remove_cgroup
 from .mounts import remove_tree
+from .runner import witnessed
 from .types import (
     ExecRequest,
     ExecResult,
@@ -573,6 +575,8 @@ class LocalExecutor(Executor):
         detail = frame["detail"]
         if frame.get("detail_offset") and "verdict" in fds:
             detail = _read_memfd(fds["verdict"], int(frame["detail_offset"]), 2000)[0]
+        if frame["outcome"] == Outcome.SANDBOX_VIOLATION.value and frame.get("exit_status") == -signal.SIGSYS:
+            detail = witnessed(detail, stderr)  # killed by SIGSYS: what the process said it was starting
         return ExecResult(
             id=req.id, outcome=Outcome(frame["outcome"]), exit_status=frame["exit_status"],
             duration_s=frame["duration_s"], stdout=stdout, stderr=stderr,

@@ -31,6 +31,15 @@ A blocked action raises :class:`SandboxViolationError` in the program and is rem
 request is graded ``sandbox_violation`` even if the program swallowed the exception. Frame
 introspection (``sys._getframe``, ``tb_frame``...) is refused without marking a violation, because
 ordinary library code (``typing``, ``collections.namedtuple``, ``logging``) probes it and copes.
+
+Without the policy (``audit_hook=False``: the kernel walls alone) a *witness* hook refuses nothing
+and only names what the kernel is about to refuse: just before the process starts another process
+(which the seccomp filter answers by killing it with ``SIGSYS``, a signal that carries no detail to
+the parent) it writes one line, :data:`WITNESS_MARK` + the action, its command line and the
+innermost code outside the standard library that asked for it, to the process's own stderr (a
+descriptor duplicated before the program runs, so a test framework's capture of fd 2 does not
+swallow it). The executor appends that line to the ``sandbox_violation`` message
+(:func:`witnessed`). It is the sample's own report: a diagnostic, never a verdict or a wall.
 """
 
 from __future__ import annotations
@@ -40,8 +49,9 @@ import os
 import re
 import sys
 import time
+from types import FrameType
 
-__all__ = ["run_request", "install_policy", "SandboxViolationError"]
+__all__ = ["run_request", "install_policy", "SandboxViolationError", "WITNESS_MARK", "witnessed"]
 
 #: builtins for the test code: a private copy made when the server loads this module, so a
 #: program that monkeypatches ``builtins`` cannot change what the tests see (and no per-request
@@ -259,13 +269,66 @@ def _disable_posixsubprocess() -> None:
 _TYPE_NAME = type.__dict__["__name__"]
 
 
+#: how a witness line starts (module docstring); :func:`witnessed` looks for it in stderr
+WITNESS_MARK = "ianvs-sandbox witness: "
+#: per process-starting audit event, the index of its argument that holds the command
+_COMMAND_ARG = {"subprocess.Popen": 1, "os.exec": 1, "os.posix_spawn": 1, "os.spawn": 2, "os.system": 0,
+                "pty.spawn": 0}
+
+
+def _make_witness(fd: int):
+    """The witness hook (module docstring), writing to ``fd``."""
+    stdlib = os.path.dirname(os.__file__) + "/"
+    getframe, write = sys._getframe, os.write
+
+    def origin() -> str:
+        frame: FrameType | None = getframe(2)
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if not name.startswith("<frozen ") and not (name.startswith(stdlib) and "-packages/" not in name):
+                return f" from {'/'.join(name.split('/')[-2:])}:{frame.f_lineno} ({frame.f_code.co_name})"
+            frame = frame.f_back
+        return ""
+
+    def hook(event: str, args: tuple) -> None:
+        if event not in _SPAWN_EVENTS:
+            return
+        try:
+            index = _COMMAND_ARG.get(event)
+            command = repr(args[index])[:200] if index is not None and len(args) > index else ""
+            line = f"\n{WITNESS_MARK}starting a process ({event} {command}".rstrip() + f"){origin()}\n"
+            write(fd, line.encode("utf-8", "replace"))
+        except Exception:  # noqa: BLE001 - a diagnostic: never in the program's way
+            pass
+
+    return hook
+
+
+def witnessed(detail: str, stderr: str) -> str:
+    """``detail`` of a ``sandbox_violation`` with the last witness line of ``stderr`` appended
+    (``detail`` unchanged when there is none): what the process said it was starting, and from
+    where, just before the kernel killed it."""
+    at = stderr.rfind(WITNESS_MARK)
+    if at < 0:
+        return detail
+    said = stderr[at + len(WITNESS_MARK):].split("\n", 1)[0].strip()[:400]
+    return f"{detail}; the process reported, just before: {said}" if said else detail
+
+
 def install_policy(workdir: str, allow_subprocess: bool, violations: list[str],
                    enabled: bool = True) -> None:
     """Install the interpreter-level policy in this (walled) process: the audit hook, no Python
     signal handlers, and no direct ``_posixsubprocess.fork_exec`` unless subprocesses are allowed.
     These only make violations precise; the kernel walls hold without them (``enabled=False``
-    skips the policy, which is how the test suite shows that)."""
+    skips the policy, which is how the test suite shows that). Without the policy and without
+    ``allow_subprocess``, the witness hook (module docstring) names a process start the kernel
+    is about to refuse; it refuses nothing itself."""
     if not enabled:
+        if not allow_subprocess:
+            try:
+                sys.addaudithook(_make_witness(os.dup(2)))
+            except OSError:  # no stderr to duplicate: nothing to report to
+                pass
         return
     _disable_signal_handlers()
     if not allow_subprocess:

@@ -28,6 +28,20 @@ PACKAGES = [
 ]
 
 
+#: Packages whose test environment holds pytest plugins the tests do not use (some of which the
+#: sandbox refuses as they load): (distribution, version, sha256 of the sdist, the shape, extra
+#: ``--requirement`` pins, the plugins (entry-point names) the build must disable). MIT-licensed.
+PLUGIN_PACKAGES = [
+    ("humanize", "4.12.1", "1338ba97415c96556758a6e2f65977ed406dddf4620d4c6db9bbdfd07f0f1232",
+     "humanize with pytest-benchmark installed (its plugin starts 'git' subprocesses as it loads)",
+     ["pytest-benchmark==5.3.1"], ["benchmark"]),
+    ("inflect", "7.3.1", "edd785148a673b0c6dfef1a7d80cc1bcb2dd6d041cdb313b60032e464fd4e808",
+     "flat layout, setuptools + setuptools-scm, extra 'test' with pytest-checkdocs, pytest-enabler (adds "
+     "--mypy/--ruff/--checkdocs to every run), pytest-mypy, pytest-ruff",
+     [], ["checkdocs", "enabler", "mypy", "ruff"]),
+]
+
+
 def sdist(name: str, version: str, sha256: str) -> Path:
     """The package's PyPI sdist, downloaded once into the cache and checked against ``sha256``."""
     cache = default_cache_dir().parent / "repo-sdists"

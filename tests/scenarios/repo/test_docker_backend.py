@@ -135,7 +135,7 @@ def test_a_sample_cannot_write_its_view(image_env: ImageEnv, toolz_root: Path, v
     header, _, body = ref.partition("\n")  # a one-line header, then the body (4-space indent)
     writes = [("module", "open(__file__, 'a').close()"),
               ("new file", "open(__file__ + '.leak', 'w').close()"),
-              ("test file", "open(__import__('os').path.dirname(__file__) + '/../toolz/__init__.py', 'a').close()")]
+              ("test file", "import os; open(os.path.dirname(__file__) + '/../toolz/__init__.py', 'a').close()")]
     samples = [Sample("ref", task, ref)] + [
         Sample(name, task, f"{header}\n    {stmt}\n{body}") for name, stmt in writes]
     before = content_hash(toolz_root)

@@ -1,8 +1,9 @@
 """Gold controls over every shipped repo dataset (every task, in the sandbox): the reference body,
-injected by AST position exactly like a model's answer, passes all the task's tests, and the
-blanked body passes none of its FAIL_TO_PASS tests. A broken task therefore cannot ship. (The
-injected reference gives back the original file, asserted per task, so tasks selecting the same
-tests share one reference run: :func:`_reference_runs`.)
+injected by AST position exactly like a model's answer -- so compiled under the grading policy
+(:mod:`core.scenarios.repo.policy`) and run with its guards and tripwire -- passes all the task's
+tests, and the blanked body passes none of its FAIL_TO_PASS tests. A broken task, or a policy
+that refuses honest code, therefore cannot ship. (Injected without the policy, the reference
+gives back the original file, asserted per task: the reference text is the file's.)
 A set whose tasks need ``services: [postgres]`` runs against the private PostgreSQL service (one
 database per sample); it is skipped, naming the install script, where PostgreSQL is not installed.
 Such sets run a second time on the ``docker`` backend (the repository image, the service's socket
@@ -17,7 +18,6 @@ verified (``pytest --recheck-verified`` runs them anyway)."""
 
 from __future__ import annotations
 
-import json
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -68,19 +68,15 @@ def gold_key(path: Path, source: Path, backend: str = "local") -> Verified:
 
 
 def _reference_runs(tasks: list[dict], root: Path) -> dict[str, Sample]:
-    """The gold runs of the references, one per distinct run: ``task id -> the sample that runs
-    its reference``. Each reference is injected by AST position exactly as a model's answer is,
-    and must give back the original file byte for byte (asserted here, per task); so a task's
-    reference sample is the unchanged repository with that task's tests, and tasks selecting the
-    same tests (and deselections and written tests) share one run -- the same program, not a
-    similar one (the shipped sets: 287 distinct runs for 458 tasks)."""
+    """The gold runs of the references: ``task id -> the sample that runs its reference``, the
+    reference given as a model's answer (so compiled under the grading policy like one). Each
+    reference injected without the policy must give back the original file byte for byte
+    (asserted here, per task)."""
     runs: dict[str, Sample] = {}
-    by_run: dict[str, Sample] = {}
     for t in tasks:
         text = (root / t["file"]).read_text()
         assert inject(text, site_of(t, text), reference_code(t)) == text, f"{t['task_id']}: reference changes the file"
-        what = json.dumps([t["tests"], t.get("model_written_tests"), t.get("env"), t.get("services")], sort_keys=True)
-        runs[t["task_id"]] = by_run.setdefault(what, Sample(t["task_id"] + "#ref", t, None, edits={}))
+        runs[t["task_id"]] = Sample(t["task_id"] + "#ref", t, reference_code(t))
     return runs
 
 

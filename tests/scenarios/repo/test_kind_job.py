@@ -58,7 +58,7 @@ def test_shipped_default_job_gold_controls_and_resume(tmp_path: Path) -> None:
     rows = _rows(root)
     assert rows["reference"]["pass@1"] == "1.0" and rows["reference"]["passed"] == str(n)
     assert rows["broken"]["pass@1"] == "0.0" and rows["broken"]["passed"] == "0"
-    assert rows["reference"]["grading"] == "in_process" and rows["reference"]["isolation"]
+    assert rows["reference"]["grading"] == "in_process_confined" and rows["reference"]["isolation"]
     assert 0.0 <= float(rows["embedded"]["pass@1"]) <= 1.0
     assert rows["embedded"]["generation_error"] == "0"
     logs = sorted(root.glob(f"workspace/*/*/*/{EXECUTIONS_FILE}"))
