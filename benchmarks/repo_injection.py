@@ -10,9 +10,10 @@ the ways to run each task's tests (FAIL_TO_PASS + PASS_TO_PASS) with the referen
   ``local`` backend (the venv; with the fork server preloading pytest and the repository's
   dependencies, the default, and without) and, with ``--docker``, on the ``docker`` backend (the
   repository image, warm container, views mounted read-only).
-* ``policy off``: the local sandbox path (1 worker, preloading) with the grading policy's
-  compile step and guards taken out of this process's runner and the tripwire's verdict
-  ignored (its two snapshots still taken), run beside the policy-on row for its overhead.
+* ``policy on``/``policy off``: the local sandbox path (1 worker, preloading) with and without
+  the grading policy's compile step and guards (and with the tripwire's verdict ignored; its
+  snapshots are still taken), alternated for ``--rounds`` rounds; medians, and their ratio
+  ``policy_overhead_ratio`` on the last line.
 
 Each is run sequentially (one worker) so the figures are per sample; the sandbox is also run with
 two workers for throughput. Prints medians side by side and the ratios to direct; the last line
@@ -100,6 +101,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=20, help="tasks, spread evenly over the set")
     parser.add_argument("--set", default="toolz", help="shipped set: data/<set>-tasks.jsonl (toolz, eli5, dataset-sqlite)")
     parser.add_argument("--docker", action="store_true", help="also the docker backend")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the policy on/off pair (medians)")
     args = parser.parse_args()
     provenance = Provenance()
     tasks_file = DATA / f"{args.set}-tasks.jsonl"
@@ -126,8 +128,15 @@ def main() -> None:
             make_view(src.root, work / f"v{i}", {t["file"]: (src.root / t["file"]).read_text()})
             views.append(time.perf_counter() - start)
         backends = {"local": _sandboxed(tasks, src.root, env, work / "views")}
-        with _policy_off():
-            backends["local, policy off"] = _sandboxed(tasks, src.root, env, work / "views", ((1, True),))
+        on, off = [], []  # the policy's overhead: on and off alternately, medians of --rounds
+        for _ in range(args.rounds):
+            on.append(_sandboxed(tasks, src.root, env, work / "views", ((1, True),))[(1, True)])
+            with _policy_off():
+                off.append(_sandboxed(tasks, src.root, env, work / "views", ((1, True),))[(1, True)])
+        backends["local, policy on"] = {(1, True): (statistics.median(w for w, _ in on),
+                                                    statistics.median(r for _, r in on))}
+        backends["local, policy off"] = {(1, True): (statistics.median(w for w, _ in off),
+                                                     statistics.median(r for _, r in off))}
         if args.docker:
             image = ensure_image_env(list(tasks[0]["env"].get("requirements") or []))
             backends["docker"] = _sandboxed(tasks, src.root, image, work / "views", ((1, True), (2, True)))
@@ -139,9 +148,9 @@ def main() -> None:
             for (workers, preload), (wall, run) in figures.items():
                 label = f"{name} sandbox, {workers} worker(s){'' if preload else ', no preload'}, wall s/sample"
                 print(f"{label:<60}{wall:8.3f}   ratio vs direct {wall / d:5.2f}   (run alone {run:.3f})")
-        side = " ".join(f"{name.replace(', policy off', '_policy_off')}={figures[(1, True)][0]:.3f}"
+        side = " ".join(f"{name.replace(', policy ', '_policy_')}={figures[(1, True)][0]:.3f}"
                         for name, figures in backends.items())
-        policy_ratio = backends["local"][(1, True)][0] / backends["local, policy off"][(1, True)][0]
+        policy_ratio = backends["local, policy on"][(1, True)][0] / backends["local, policy off"][(1, True)][0]
         print(provenance.line())
         print(f"per-sample s, 1 worker: direct={d:.3f} {side} policy_overhead_ratio={policy_ratio:.3f}")
     finally:
