@@ -98,7 +98,13 @@ DENIED_DUNDERS: frozenset[str] = frozenset({
 
 #: every name the policy's output refers to (installed into builtins by :func:`install`)
 GUARD_NAMES: tuple[str, ...] = ("_getattr_", "_write_", "_ianvs_getattr_", "_ianvs_setattr_",
-                                "_ianvs_delattr_", "_ianvs_checked_", "_ianvs_own_")
+                                "_ianvs_delattr_", "_ianvs_checked_", "_ianvs_own_", "_ianvs_type_")
+
+#: special methods a class built by ``type(name, bases, namespace)`` in a body may not get
+#: (the policy refuses them in a body's class statements: an always-equal value)
+STEERING: frozenset[str] = frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
+                                      "__hash__", "__bool__", "__len__", "__contains__",
+                                      "__instancecheck__", "__subclasscheck__"})
 
 _FORBIDDEN_TYPES = (types.FrameType, types.TracebackType, types.CodeType)
 #: the one constructor refused as a value: code objects from bytes are arbitrary bytecode
@@ -322,10 +328,20 @@ def _methodcaller(name: str, /, *args: Any, **kwargs: Any) -> Any:
     return operator.methodcaller(name, *args, **kwargs)
 
 
+def _type(*args: Any, **kwargs: Any) -> Any:
+    """``type`` for a body: the one-argument form as usual; the class-building form refused when
+    its namespace defines one of :data:`STEERING`."""
+    if len(args) == 3 and isinstance(args[2], dict):
+        steering = sorted(STEERING.intersection(args[2]))
+        if steering:
+            _refuse(f"a class built with type() that defines {', '.join(steering)}")
+    return type(*args, **kwargs)
+
+
 def install(relax: "tuple[str, ...] | list[str]" = ()) -> None:
     """Put the guards into :mod:`builtins` under :data:`GUARD_NAMES` (idempotent), with the
     task's ``relax`` ations (names of :data:`RELAXATIONS`; others are ignored)."""
     _RELAXED.clear()
     _RELAXED.update(r for r in relax if r in RELAXATIONS)
-    for name, fn in zip(GUARD_NAMES, (_getattr, _write, _getattr, _setattr, _delattr, _checked, _own)):
+    for name, fn in zip(GUARD_NAMES, (_getattr, _write, _getattr, _setattr, _delattr, _checked, _own, _type)):
         setattr(builtins, name, fn)

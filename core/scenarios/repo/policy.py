@@ -33,7 +33,9 @@ The policy (grading tier ``in_process_confined``; threat model in docs/sandbox.m
   the candidate's code defines are registered by ``_ianvs_own_``; in a whole-file answer every
   class of the file is the answer's).
 * **statements**: ``global`` only in a whole-file answer (a body may not rebind the module's
-  names); ``except*`` refused (RestrictedPython's review: an escape route); string annotations
+  names); a class a body defines may not define the comparison and truth methods of
+  :data:`STEERING` (an always-equal return value), nor may ``type(name, bases, namespace)``
+  in a body put them in a namespace (``type`` is ``_ianvs_type_`` there); ``except*`` refused (RestrictedPython's review: an escape route); string annotations
   must themselves be plain names, attributes and subscripts that name no denied module
   (``typing.get_type_hints`` evaluates them without the guards).
 
@@ -122,6 +124,13 @@ MODULE_NAMES: frozenset[str] = frozenset({"__all__", "__version__", "__author__"
 CLASS_DENIED: frozenset[str] = frozenset({"__class__", "__dict__", "__builtins__", "__globals__",
                                           "__code__", "__closure__", "__import__"})
 _ATTRS_REFUSED = frozenset(INSPECT_ATTRIBUTES) | INSPECT_NAMES | DENIED_ATTRS
+#: the special methods through which a value answers a test's comparison or truth test: a class
+#: a *body* defines may not define them (``class Same: __eq__ = lambda s, o: True`` /
+#: ``return Same()`` would pass any ``assert f(x) == y``); none of the 458 shipped references
+#: defines a class in its body at all
+STEERING: frozenset[str] = frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
+                                      "__hash__", "__bool__", "__len__", "__contains__",
+                                      "__instancecheck__", "__subclasscheck__"})
 
 
 class PolicyRefused(Exception):
@@ -326,6 +335,9 @@ class CandidatePolicy(RestrictingNodeTransformer):
 
     def visit_Name(self, node: ast.Name) -> Any:
         name = node.id
+        if name == "type" and not self.ctx.file_mode and isinstance(node.ctx, ast.Load):
+            # type(name, bases, namespace) builds a class without a class statement
+            return ast.copy_location(ast.Name("_ianvs_type_", ast.Load()), node)
         if name in RENAMED:
             if isinstance(node.ctx, ast.Load):
                 return ast.copy_location(ast.Name(RENAMED[name], ast.Load()), node)
@@ -457,6 +469,14 @@ class CandidatePolicy(RestrictingNodeTransformer):
 
     def visit_ClassDef(self, node: ast.ClassDef) -> Any:
         self._check_binding(node, node.name)
+        if not self.ctx.file_mode:
+            defined = {s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))} | {
+                t.id for s in node.body if isinstance(s, (ast.Assign, ast.AnnAssign))
+                for t in (s.targets if isinstance(s, ast.Assign) else [s.target]) if isinstance(t, ast.Name)}
+            steering = sorted(defined & STEERING)
+            if steering:
+                self.error(node, f'a class defined in a function body may not define {", ".join(steering)} '
+                                 '(a value that compares equal to anything would pass any test).')
         outer = self.class_body
         self.depth, self.class_body = self.depth + 1, True
         self.classes.append(node.name)

@@ -68,6 +68,8 @@ REFUSED = {
     "inspect beyond signature": "from inspect import getmembers",
     "except*": "try:\n    pass\nexcept* ValueError:\n    pass",
     "a module the original does not import": "import subprocess",
+    "an always-equal class": "class Same:\n    def __eq__(self, other):\n        return True\nreturn Same()",
+    "an always-true class by assignment": "class T(int):\n    __bool__ = lambda self: True\nreturn T()",
 }
 
 
@@ -184,6 +186,14 @@ def test_what_tests_hand_to_the_code_under_test_stays_usable() -> None:
     assert _run("return a.max(1, 2)", a=builtins) == 2
     with pytest.raises(guards.PolicyViolation):
         _run("g = a.getattr\nreturn g(g(1, '__class__'), '__subcl' + 'asses__')", a=builtins)
+
+
+def test_type_builds_no_always_equal_class_in_a_body() -> None:
+    with pytest.raises(guards.PolicyViolation):
+        _run("S = type('S', (), {'__eq__': lambda s, o: True})\nreturn S()")
+    assert _run("return type(a).__name__ + type('K', (), {'x': 1})().__class__.__name__", a=1) == "intK"
+    ok = "class P:\n    def __eq__(self, other):\n        return other is self\n"
+    confine_file("import math\n" + ok, "import math\n", module_context("import math\n", file_mode=True))
 
 
 def test_a_class_the_candidate_defines_is_its_own() -> None:
