@@ -35,7 +35,8 @@ The policy (grading tier ``in_process_confined``; threat model in docs/sandbox.m
 * **statements**: ``global`` only in a whole-file answer (a body may not rebind the module's
   names); a class a body defines may not define the comparison and truth methods of
   :data:`STEERING` (an always-equal return value), nor may ``type(name, bases, namespace)``
-  in a body put them in a namespace (``type`` is ``_ianvs_type_`` there); ``except*`` refused (RestrictedPython's review: an escape route); string annotations
+  called by that name in a body put them in a namespace (the call becomes ``_ianvs_type_``;
+  ``type`` stays ``type`` everywhere else, ``isinstance(x, type)`` included); ``except*`` refused (RestrictedPython's review: an escape route); string annotations
   must themselves be plain names, attributes and subscripts that name no denied module
   (``typing.get_type_hints`` evaluates them without the guards).
 
@@ -335,9 +336,6 @@ class CandidatePolicy(RestrictingNodeTransformer):
 
     def visit_Name(self, node: ast.Name) -> Any:
         name = node.id
-        if name == "type" and not self.ctx.file_mode and isinstance(node.ctx, ast.Load):
-            # type(name, bases, namespace) builds a class without a class statement
-            return ast.copy_location(ast.Name("_ianvs_type_", ast.Load()), node)
         if name in RENAMED:
             if isinstance(node.ctx, ast.Load):
                 return ast.copy_location(ast.Name(RENAMED[name], ast.Load()), node)
@@ -368,7 +366,12 @@ class CandidatePolicy(RestrictingNodeTransformer):
 
     # plain Python where RestrictedPython wraps for Zope's proxies ---------------------------
     def visit_Call(self, node: ast.Call) -> Any:
-        return self.node_contents_visit(node)
+        node = self.node_contents_visit(node)
+        if (not self.ctx.file_mode and isinstance(node.func, ast.Name) and node.func.id == "type"
+                and len(node.args) + len(node.keywords) > 1):
+            # type(name, bases, namespace) builds a class without a class statement
+            node.func = ast.copy_location(ast.Name("_ianvs_type_", ast.Load()), node.func)
+        return node
 
     def visit_Subscript(self, node: ast.Subscript) -> Any:
         return self.node_contents_visit(node)

@@ -192,6 +192,7 @@ def test_type_builds_no_always_equal_class_in_a_body() -> None:
     with pytest.raises(guards.PolicyViolation):
         _run("S = type('S', (), {'__eq__': lambda s, o: True})\nreturn S()")
     assert _run("return type(a).__name__ + type('K', (), {'x': 1})().__class__.__name__", a=1) == "intK"
+    assert _run("return isinstance(a, type), isinstance(type(a), type)", a=1) == (False, True)
     ok = "class P:\n    def __eq__(self, other):\n        return other is self\n"
     confine_file("import math\n" + ok, "import math\n", module_context("import math\n", file_mode=True))
 
