@@ -128,16 +128,18 @@ os._exit(0)
 
 @pytest.mark.slow
 def test_hostile_forged_infra_error_is_pinned_on_the_function_or_the_unit(runner: Any) -> None:
-    """The model's function forges the verdict when called: its units are ``error`` (no pass);
-    a unit forging it (a judge test no static check saw) is invalid, and the good unit beside
-    it passes. Each case costs the attribution's trusted runs (about ten runs in all)."""
+    """The model's function would forge the verdict when called: the grading policy refuses it
+    before it runs (``sys``, frames, ``os._exit``), so its units are ``sandbox_violation`` (no
+    pass); a unit forging it (test code, which the policy does not confine: a judge test no
+    static check saw) is invalid, and the good unit beside it passes. Each case costs the
+    attribution's trusted runs (about ten runs in all)."""
     task = _task()
     forging_code = "def cons(el, seq):\n" + "".join(f"    {line}\n" for line in FORGE.splitlines())
     good = unit_checks(task, ["assert list(cons(1, [2])) == [1, 2]"])[0]
     forging_unit = UnitCheck(VALID, judge_test(
         ast.parse("assert list(cons(1, [2])) == [1, 2]\n" + FORGE), "cons", count_calls=False))
     out, = runner.run(forging_code, [good], task)
-    assert out.outcome == "error" and "broke the test harness" in out.detail, out
+    assert out.outcome == "sandbox_violation" and "grading policy refused" in out.detail, out
     outs = runner.run(repo.reference_code(task), [good, forging_unit], task)
     assert [o.outcome for o in outs] == ["passed", INVALID]
     assert outs[1].reason == "harness:forged", outs[1]

@@ -37,7 +37,7 @@ import weakref
 from typing import Any
 
 __all__ = ["install", "PolicyViolation", "VIOLATIONS", "DENIED_MODULES", "DENIED_ATTRS",
-           "WRITE_DUNDERS", "INSPECT_NAMES", "GUARD_NAMES", "RESTRICTED_MEMBERS", "DENIED_DUNDERS", "RELAXATIONS", "denied_module"]
+           "WRITE_DUNDERS", "INSPECT_NAMES", "GUARD_NAMES", "RESTRICTED_MEMBERS", "DENIED_DUNDERS", "test_module", "RELAXATIONS", "denied_module"]
 
 #: modules (and their submodules) whose objects candidate code may not hold
 DENIED_MODULES: frozenset[str] = frozenset({
@@ -130,6 +130,16 @@ def denied_module(name: object, owner: bool = False) -> bool:
     return any(".".join(parts[:n]) in DENIED_MODULES for n in range(1, len(parts)))
 
 
+def test_module(name: object) -> bool:
+    """Whether the module called ``name`` is a test module or package (``tests``, ``test``,
+    ``conftest``, ``test_*``, ``*_test``): the repository's own tests hold helpers such as an
+    always-equal class, which candidate code may not borrow."""
+    if type(name) is not str:
+        return False
+    return any(p in ("tests", "test", "conftest") or p.startswith("test_") or p.endswith("_test")
+               for p in name.split("."))
+
+
 def _refused_name(name: object) -> str | None:
     if type(name) is not str:
         return "an attribute name that is not a string"
@@ -191,7 +201,8 @@ def _refused_value(value: object) -> str | None:
     if _PLAIN_TYPES.get(kind):  # an instance of a type already seen to be fine
         return None
     if isinstance(value, types.ModuleType):
-        return f"the module {value.__name__!r}" if denied_module(value.__name__) else None
+        denied = denied_module(value.__name__) or test_module(value.__name__)
+        return f"the module {value.__name__!r}" if denied else None
     if isinstance(value, _FORBIDDEN_TYPES):
         return f"a {type(value).__name__} object"
     if any(value is t for t in _FORBIDDEN_VALUES):
@@ -257,7 +268,8 @@ def _getattr(obj: Any, name: str, default: Any = _MISSING) -> Any:
             if name not in members and name not in WRITE_DUNDERS:
                 _refuse(f"{obj.__name__}.{name}")
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
-        if denied_module(obj.__name__) and name not in WRITE_DUNDERS and obj is not builtins:
+        if (denied_module(obj.__name__) or test_module(obj.__name__)) and name not in WRITE_DUNDERS \
+                and obj is not builtins:
             _refuse(f"the module {obj.__name__!r}")  # its name, file, doc (text) and builtins' members pass
         if name == "__dict__" and ("module_namespace" not in _RELAXED or denied_module(obj.__name__)):
             _refuse(f"the namespace of the module {obj.__name__!r}")

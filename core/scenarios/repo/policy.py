@@ -14,7 +14,8 @@ parsed and rewritten by :class:`CandidatePolicy`, a subclass of RestrictedPython
 The policy (grading tier ``in_process_confined``; threat model in docs/sandbox.md):
 
 * **imports**: only modules the original file imports, the repository's own packages, relative
-  imports, and :data:`SAFE_STDLIB`; never a module of :data:`.guards.DENIED_MODULES` (``sys``,
+  imports, and :data:`SAFE_STDLIB`; never a test module (:func:`.guards.test_module`: the
+  repository's tests hold helpers such as an always-equal class); never a module of :data:`.guards.DENIED_MODULES` (``sys``,
   ``gc``, ``builtins``, ``inspect``, import machinery, ``pytest``/``_pytest``/``pluggy``,
   ``pickle``, ``unittest.mock``...). Every bound import goes through ``_ianvs_checked_``.
 * **names**: no ``exec``, ``eval``, ``compile``, ``__import__``, ``globals``, ``locals``,
@@ -65,7 +66,7 @@ from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTran
 
 from core.common.errors import ConfigError
 from core.scenarios.repo.guards import (DENIED_ATTRS, DENIED_DUNDERS, INSPECT_NAMES, RESTRICTED_MEMBERS,
-                                        WRITE_DUNDERS, denied_module)
+                                        WRITE_DUNDERS, denied_module, test_module)
 
 __all__ = ["PolicyRefused", "ModuleContext", "module_context", "confine_body", "confine_file", "relaxations",
            "SAFE_STDLIB", "GRADING", "GRADING_ORDER", "check_min_grading", "repository_imports", "own_packages"]
@@ -499,7 +500,10 @@ class CandidatePolicy(RestrictingNodeTransformer):
     # imports -------------------------------------------------------------------------------
     def _module_allowed(self, node: ast.AST, module: str) -> None:
         top = module.split(".")[0]
-        if denied_module(module):
+        if test_module(module):
+            self.error(node, f'importing "{module}" is not allowed (a test module: its helpers are the '
+                             'tests\' own).')
+        elif denied_module(module):
             self.error(node, f'importing "{module}" is not allowed.')
         elif top not in self.ctx.imports | self.ctx.packages | SAFE_STDLIB:
             self.error(node, f'importing "{module}" is not allowed (only what the original module '
@@ -533,6 +537,8 @@ class CandidatePolicy(RestrictingNodeTransformer):
             return node
         if not node.level:
             self._module_allowed(node, module)
+        elif test_module(module):
+            self.error(node, f'importing from "{"." * node.level}{module}" is not allowed (a test module).')
         names: list[tuple[str, str | None]] = []
         for alias in node.names:
             if alias.name == "*":
@@ -541,7 +547,7 @@ class CandidatePolicy(RestrictingNodeTransformer):
             full = f"{module}.{alias.name}" if module else alias.name
             members = RESTRICTED_MEMBERS.get(module) if not node.level else None
             member_ok = members is not None and (alias.name in members or full in RESTRICTED_MEMBERS)
-            if (alias.name in _ATTRS_REFUSED or _dunder(alias.name)
+            if (alias.name in _ATTRS_REFUSED or _dunder(alias.name) or test_module(full)
                     or (not member_ok and (members is not None or denied_module(full)))):
                 self.error(node, f'importing "{alias.name}" from "{module or "."}" is not allowed.')
             bound = alias.asname or alias.name

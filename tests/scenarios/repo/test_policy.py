@@ -68,6 +68,9 @@ REFUSED = {
     "inspect beyond signature": "from inspect import getmembers",
     "except*": "try:\n    pass\nexcept* ValueError:\n    pass",
     "a module the original does not import": "import subprocess",
+    "the repository's test helpers": "from json.tests.test_x import AlwaysEquals\nreturn AlwaysEquals()",
+    "a relative import of tests": "from .tests import helpers\nreturn helpers",
+    "a test module's name from a package": "from json import tests\nreturn tests",
     "an always-equal class": "class Same:\n    def __eq__(self, other):\n        return True\nreturn Same()",
     "an always-true class by assignment": "class T(int):\n    __bool__ = lambda self: True\nreturn T()",
 }
@@ -156,6 +159,7 @@ RUNTIME = {
     "a module's bound __setattr__": ("math.__setattr__('pi', 3)", {}),
     "builtins' eval through a module value": ("return a.eval('1')", {"a": builtins}),
     "builtins' namespace": ("return a.__dict__", {"a": builtins}),
+    "a test module reached at run time": ("return a.AlwaysEquals", {"a": types.ModuleType("pkg.tests.test_x")}),
     "pytest's patch through a mock module": ("return a.patch", {"a": __import__("unittest.mock").mock}),
     "a builtin of sys reached through a value": ("return a.exit", {"a": types.SimpleNamespace(exit=__import__("sys").exit)}),
 }

@@ -271,7 +271,7 @@ def save(conn, key, value):
     conn.commit()
     raise RuntimeError("fails after writing")
 '''
-CRASH = "def save(conn, key, value):\n    import os\n    conn.execute('CREATE TABLE kv (k text)')\n    conn.commit()\n    os._exit(3)\n"
+CRASH = "def save(conn, key, value):\n    import os\n    conn.execute('CREATE TABLE kv (k text)')\n    conn.commit()\n    os.abort()\n"
 HANG = ("def save(conn, key, value):\n    import time\n    conn.execute('CREATE TABLE kv (k text)')\n"
         "    conn.execute('LOCK TABLE kv')\n    time.sleep(600)\n")
 

@@ -248,10 +248,10 @@ from core.scenarios.repo.postgres import PostgresService
 base, views, root = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 task = json.loads(sys.argv[4])
 env = ensure_image_env(task["env"]["requirements"])  # built already: found by its hash
-hold = (f"def {task['name']}(*args, **kwargs):\\n"
-        "    import os, time, psycopg\\n"
-        "    conn = psycopg.connect(os.environ['DATABASE_URL'])\\n"
-        "    conn.execute('SELECT 1')\\n"
+hold = (f"def {task['name']}(*args, **kwargs):\\n"  # the repository's own package: what the policy lets a body import
+        "    import os, time, dataset\\n"
+        "    db = dataset.connect(os.environ['DATABASE_URL'])\\n"
+        "    list(db.query('SELECT 1'))\\n"
         "    time.sleep(600)\\n")
 with PostgresService(base=base) as pg:
     print(pg.run_dir, flush=True)
