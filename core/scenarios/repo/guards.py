@@ -133,7 +133,9 @@ def denied_module(name: object, owner: bool = False) -> bool:
 def test_module(name: object) -> bool:
     """Whether the module called ``name`` is a test module or package (``tests``, ``test``,
     ``conftest``, ``test_*``, ``*_test``): the repository's own tests hold helpers such as an
-    always-equal class, which candidate code may not borrow."""
+    always-equal class, which candidate code may not import (:mod:`.policy`). Not refused at
+    run time: toolz's ``curry.__reduce__`` resolves curried functions of test modules through
+    ``import_module`` to pickle them."""
     if type(name) is not str:
         return False
     return any(p in ("tests", "test", "conftest") or p.startswith("test_") or p.endswith("_test")
@@ -201,8 +203,7 @@ def _refused_value(value: object) -> str | None:
     if _PLAIN_TYPES.get(kind):  # an instance of a type already seen to be fine
         return None
     if isinstance(value, types.ModuleType):
-        denied = denied_module(value.__name__) or test_module(value.__name__)
-        return f"the module {value.__name__!r}" if denied else None
+        return f"the module {value.__name__!r}" if denied_module(value.__name__) else None
     if isinstance(value, _FORBIDDEN_TYPES):
         return f"a {type(value).__name__} object"
     if any(value is t for t in _FORBIDDEN_VALUES):
@@ -268,8 +269,7 @@ def _getattr(obj: Any, name: str, default: Any = _MISSING) -> Any:
             if name not in members and name not in WRITE_DUNDERS:
                 _refuse(f"{obj.__name__}.{name}")
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
-        if (denied_module(obj.__name__) or test_module(obj.__name__)) and name not in WRITE_DUNDERS \
-                and obj is not builtins:
+        if denied_module(obj.__name__) and name not in WRITE_DUNDERS and obj is not builtins:
             _refuse(f"the module {obj.__name__!r}")  # its name, file, doc (text) and builtins' members pass
         if name == "__dict__" and ("module_namespace" not in _RELAXED or denied_module(obj.__name__)):
             _refuse(f"the namespace of the module {obj.__name__!r}")

@@ -159,7 +159,6 @@ RUNTIME = {
     "a module's bound __setattr__": ("math.__setattr__('pi', 3)", {}),
     "builtins' eval through a module value": ("return a.eval('1')", {"a": builtins}),
     "builtins' namespace": ("return a.__dict__", {"a": builtins}),
-    "a test module reached at run time": ("return a.AlwaysEquals", {"a": types.ModuleType("pkg.tests.test_x")}),
     "pytest's patch through a mock module": ("return a.patch", {"a": __import__("unittest.mock").mock}),
     "a builtin of sys reached through a value": ("return a.exit", {"a": types.SimpleNamespace(exit=__import__("sys").exit)}),
 }
