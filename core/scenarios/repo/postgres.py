@@ -89,15 +89,37 @@ def find_binaries() -> Path:
                                    f"{SERVICE_USER} user)")
 
 
+def ensure_service_user(name: str = SERVICE_USER) -> pwd.struct_passwd:
+    """The system user ``name`` (root only), created on first use the way ``.ci/postgres-deps.sh``
+    creates it (``useradd --system``, no home, no login shell), so the tests and jobs of a fresh
+    machine need no set-up step for it. Raises :class:`PostgresUnavailable` when it cannot be
+    created (no ``useradd``, or it fails)."""
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        pass
+    useradd = shutil.which("useradd") or ("/usr/sbin/useradd" if Path("/usr/sbin/useradd").exists() else None)
+    if useradd is None:
+        raise PostgresUnavailable(f"running as root and there is no user {name!r} for the server (no useradd "
+                                  "to create it)", hint=f"run {DEPS_SCRIPT} as root")
+    done = subprocess.run([useradd, "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                           "--shell", "/usr/sbin/nologin", name], capture_output=True, text=True, check=False)
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise PostgresUnavailable(f"running as root and the user {name!r} for the server could not be created: "
+                                  f"{(done.stderr or done.stdout).strip()[:200]}",
+                                  hint=f"run {DEPS_SCRIPT} as root") from None
+    LOG.info("created the system user %s for the PostgreSQL service (as %s does)", name, DEPS_SCRIPT)
+    return entry
+
+
 def _service_ids() -> tuple[int, int] | None:
-    """(uid, gid) the server runs as: ``ianvs-postgres`` when we are root, else ``None`` (ourselves)."""
+    """(uid, gid) the server runs as: ``ianvs-postgres`` when we are root (created on first use:
+    :func:`ensure_service_user`), else ``None`` (ourselves)."""
     if os.geteuid() != 0:
         return None
-    try:
-        entry = pwd.getpwnam(SERVICE_USER)
-    except KeyError:
-        raise PostgresUnavailable(f"running as root and there is no user {SERVICE_USER!r} for the server",
-                                  hint=f"run {DEPS_SCRIPT} as root") from None
+    entry = ensure_service_user()
     return entry.pw_uid, entry.pw_gid
 
 

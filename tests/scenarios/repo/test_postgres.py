@@ -308,3 +308,27 @@ def test_lifecycle_survives_failing_crashing_and_timed_out_samples(db_env: RepoE
         assert len(pg.stats.created) == len(samples) == len(pg.stats.dropped)
     _assert_gone(run_dir, sock)
     assert list(pg_base.iterdir()) == []
+
+
+def test_the_service_user_is_created_on_first_use() -> None:
+    """Issue 45: README's test command on a fresh machine, without ``.ci/postgres-deps.sh``: as
+    root, the service's system user is created when it is first needed (a throwaway name here,
+    removed afterwards; the real one is ``ianvs-postgres``)."""
+    import pwd
+    import secrets
+    import shutil
+    import subprocess
+
+    from core.scenarios.repo.postgres import ensure_service_user
+
+    if os.geteuid() != 0 or not (shutil.which("useradd") or Path("/usr/sbin/useradd").exists()):
+        pytest.skip("needs root and useradd (as the service itself does)")
+    name = f"ianvs-pgt-{secrets.token_hex(3)}"
+    try:
+        entry = ensure_service_user(name)
+        assert entry.pw_name == name and entry.pw_uid != 0 and entry.pw_shell.endswith("nologin")
+        assert ensure_service_user(name).pw_uid == entry.pw_uid  # found, not created twice
+    finally:
+        subprocess.run([shutil.which("userdel") or "/usr/sbin/userdel", name], check=False, capture_output=True)
+    with pytest.raises(KeyError):
+        pwd.getpwnam(name)
