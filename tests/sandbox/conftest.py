@@ -196,13 +196,6 @@ def assert_alive(executor) -> None:
 def walls_check() -> "ModuleType":
     """``benchmarks/walls_check.py`` as a module (loaded once): its ``CHECKS`` are the hostile
     memory and process attacks, one home for the script and the tests."""
-    import importlib.util
+    from tests.benchmark_scripts import benchmark_module
 
-    name = "_walls_check"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "walls_check.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up while it is executed
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return benchmark_module("walls_check")

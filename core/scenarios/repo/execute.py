@@ -393,14 +393,18 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
     config = Path(cfg).name if cfg != os.devnull else ""  # the repository's pytest config, as the builder's
     tmp = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=views_dir))  # owner: see leftovers
     tmp.chmod(0o755)  # the sandbox's unprivileged uid reads the views (never writes them)
-    packages: dict[str, frozenset[str]] = {}
+    packages: dict[tuple[str, ...], frozenset[str]] = {}  # per import roots
+    relaxed: dict[tuple[str, bool], tuple[str, ...]] = {}  # per task and answer form: one read of its file
     try:
         for n, s in enumerate(samples):
             task = s.task
             edits = written_test_files(task)
-            roots_key = json.dumps(task.get("env", {}).get("import_roots", ["."]))
+            roots_key = tuple(task.get("env", {}).get("import_roots", ["."]))
             if roots_key not in packages:
-                packages[roots_key] = own_packages(root, json.loads(roots_key))
+                packages[roots_key] = own_packages(root, roots_key)
+            relax_key = (str(task["task_id"]), s.edits is not None)
+            if relax_key not in relaxed:
+                relaxed[relax_key] = _relaxations(task, root, s.edits is not None)
             try:
                 if not reference and s.edits is not None:
                     edits.update(_confined_edits(s.edits, root, s.pinned, packages[roots_key]))
@@ -427,7 +431,7 @@ def run_samples(samples: list[Sample], root: Path, env: RepoEnv | ImageEnv, view
                                      plugins=pytest_plugin_args(task),
                                      mark=marks[s.sample_id], mmark=_messages_mark(marks[s.sample_id]),
                                      roots=roots, config=config, guards=GUARDS_SOURCE,
-                                     relax=_relaxations(task, root, s.edits is not None),
+                                     relax=relaxed[relax_key],
                                      tmark=_tripwire_mark(marks[s.sample_id]))
             requests.append(ExecRequest(id=s.sample_id, mode=ExecMode.SCRIPT, program=program, test="",
                                         timeout=timeout, memory_mb=2048, read_paths=(seen_as,)))

@@ -36,8 +36,9 @@ import types
 import weakref
 from typing import Any
 
-__all__ = ["install", "PolicyViolation", "VIOLATIONS", "DENIED_MODULES", "DENIED_ATTRS",
-           "WRITE_DUNDERS", "INSPECT_NAMES", "GUARD_NAMES", "RESTRICTED_MEMBERS", "DENIED_DUNDERS", "test_module", "RELAXATIONS", "denied_module"]
+__all__ = ["install", "PolicyViolation", "VIOLATIONS", "DENIED_MODULES", "DENIED_ATTRS", "WRITE_DUNDERS",
+           "INSPECT_NAMES", "GUARD_NAMES", "RESTRICTED_MEMBERS", "DENIED_DUNDERS", "DANGEROUS_BUILTINS", "STEERING",
+           "RELAXATIONS", "test_module", "denied_module"]
 
 #: modules (and their submodules) whose objects candidate code may not hold
 DENIED_MODULES: frozenset[str] = frozenset({
@@ -100,13 +101,21 @@ DENIED_DUNDERS: frozenset[str] = frozenset({
 GUARD_NAMES: tuple[str, ...] = ("_getattr_", "_write_", "_ianvs_getattr_", "_ianvs_setattr_",
                                 "_ianvs_delattr_", "_ianvs_checked_", "_ianvs_own_", "_ianvs_type_")
 
-#: special methods a class built by ``type(name, bases, namespace)`` in a body may not get
-#: (the policy refuses them in a body's class statements: an always-equal value)
+#: the special methods through which a value answers a test's comparison or truth test: a class a
+#: *body* defines may not define them (``class Same: __eq__ = lambda s, o: True`` / ``return
+#: Same()`` would pass any ``assert f(x) == y``): the policy refuses them in a body's class
+#: statements, :func:`_type` in ``type(name, bases, namespace)``; none of the 458 shipped
+#: references defines a class in its body at all
 STEERING: frozenset[str] = frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
                                       "__hash__", "__bool__", "__len__", "__contains__",
                                       "__instancecheck__", "__subclasscheck__"})
 
 _FORBIDDEN_TYPES = (types.FrameType, types.TracebackType, types.CodeType)
+#: functions and methods of every kind (their module is where the function lives)
+_FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.MethodWrapperType,
+              types.WrapperDescriptorType, types.MethodDescriptorType, types.ClassMethodDescriptorType)
+#: what is judged by itself, not by its type: classes and functions
+_CALLABLES = (type, *_FUNCTIONS)
 #: the one constructor refused as a value: code objects from bytes are arbitrary bytecode
 #: (``FunctionType`` or ``ModuleType`` are harmless without one: ``__code__`` and ``compile`` are refused)
 _FORBIDDEN_VALUES = (types.CodeType,)
@@ -145,9 +154,7 @@ def test_module(name: object) -> bool:
 def _refused_name(name: object) -> str | None:
     if type(name) is not str:
         return "an attribute name that is not a string"
-    if name in DENIED_DUNDERS:
-        return f"the attribute {name!r}"
-    if name in INSPECT_NAMES or name in DENIED_ATTRS:
+    if name in DENIED_DUNDERS or name in INSPECT_NAMES or name in DENIED_ATTRS:
         return f"the attribute {name!r}"
     return None
 
@@ -157,9 +164,7 @@ def _owner_module(value: object) -> object:
     plain instances; never calls the object's own ``__getattr__``)."""
     if isinstance(value, type):
         return type.__dict__["__module__"].__get__(value)
-    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
-                          types.MethodWrapperType, types.WrapperDescriptorType,
-                          types.MethodDescriptorType, types.ClassMethodDescriptorType)):
+    if isinstance(value, _FUNCTIONS):
         func = value.__func__ if isinstance(value, types.MethodType) else value
         self_ = getattr(func, "__self__", None)
         if isinstance(self_, types.ModuleType):
@@ -170,11 +175,8 @@ def _owner_module(value: object) -> object:
     return type.__dict__["__module__"].__get__(type(value))
 
 
+#: types judged by their type alone and found fine (every instance of one is)
 _PLAIN_TYPES: dict[type, bool] = {}
-
-
-_CALLABLES = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.MethodWrapperType,
-              types.WrapperDescriptorType, types.MethodDescriptorType, types.ClassMethodDescriptorType)
 #: modules of :data:`DENIED_MODULES` whose *instances* may be held (tests hand mocks and
 #: sentinels to the code under test), never their functions, classes or ``patch`` objects
 INSTANCES_ONLY: frozenset[str] = frozenset({"unittest.mock", "mock"})
@@ -183,10 +185,12 @@ INSTANCES_ONLY: frozenset[str] = frozenset({"unittest.mock", "mock"})
 SAFE_INSTANCES: frozenset[tuple[str, str]] = frozenset({("_pytest._py.path", "LocalPath"),
                                                         ("py._path.local", "LocalPath"),
                                                         ("_frozen_importlib", "ModuleSpec")})
-#: builtins that run code or expose namespaces, refused however they are reached
-#: (``import_module("builtins")``); ``getattr``/``setattr``/``delattr`` become the guards
-_DANGEROUS_BUILTINS = tuple(getattr(builtins, n) for n in (
-    "eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint", "input"))
+#: builtins that run code or expose namespaces: the policy refuses their names, the guards
+#: the objects however they are reached (``import_module("builtins")``); ``getattr``,
+#: ``setattr`` and ``delattr`` become the guards instead
+DANGEROUS_BUILTINS: tuple[str, ...] = ("eval", "exec", "compile", "__import__", "globals", "locals", "vars",
+                                       "breakpoint", "input")
+_DANGEROUS_BUILTINS = tuple(getattr(builtins, n) for n in DANGEROUS_BUILTINS)
 
 
 def _instance_allowed(value: object, owner: str) -> bool:

@@ -35,7 +35,7 @@ The policy (grading tier ``in_process_confined``; threat model in docs/sandbox.m
   class of the file is the answer's).
 * **statements**: ``global`` only in a whole-file answer (a body may not rebind the module's
   names); a class a body defines may not define the comparison and truth methods of
-  :data:`STEERING` (an always-equal return value), nor may ``type(name, bases, namespace)``
+  :data:`.guards.STEERING` (an always-equal return value), nor may ``type(name, bases, namespace)``
   called by that name in a body put them in a namespace (the call becomes ``_ianvs_type_``;
   ``type`` stays ``type`` everywhere else, ``isinstance(x, type)`` included); ``except*`` refused (RestrictedPython's review: an escape route); string annotations
   must themselves be plain names, attributes and subscripts that name no denied module
@@ -65,8 +65,8 @@ from typing import Any, Iterable, Mapping
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTransformer
 
 from core.common.errors import ConfigError
-from core.scenarios.repo.guards import (DENIED_ATTRS, DENIED_DUNDERS, INSPECT_NAMES, RESTRICTED_MEMBERS,
-                                        WRITE_DUNDERS, denied_module, test_module)
+from core.scenarios.repo.guards import (DANGEROUS_BUILTINS, DENIED_ATTRS, DENIED_DUNDERS, INSPECT_NAMES,
+                                        RESTRICTED_MEMBERS, STEERING, WRITE_DUNDERS, denied_module, test_module)
 
 __all__ = ["PolicyRefused", "ModuleContext", "module_context", "confine_body", "confine_file", "relaxations",
            "SAFE_STDLIB", "GRADING", "GRADING_ORDER", "check_min_grading", "repository_imports", "own_packages"]
@@ -108,8 +108,7 @@ SAFE_STDLIB: frozenset[str] = frozenset({
 })
 
 #: builtins candidate code may not name at all
-DENIED_NAMES: frozenset[str] = frozenset({
-    "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "breakpoint", "input",
+DENIED_NAMES: frozenset[str] = frozenset(DANGEROUS_BUILTINS) | frozenset({
     "exit", "quit", "help", "__builtins__", "__loader__", "__spec__",
 })
 #: builtins replaced by their guarded versions (:mod:`.guards`)
@@ -126,13 +125,6 @@ MODULE_NAMES: frozenset[str] = frozenset({"__all__", "__version__", "__author__"
 CLASS_DENIED: frozenset[str] = frozenset({"__class__", "__dict__", "__builtins__", "__globals__",
                                           "__code__", "__closure__", "__import__"})
 _ATTRS_REFUSED = frozenset(INSPECT_ATTRIBUTES) | INSPECT_NAMES | DENIED_ATTRS
-#: the special methods through which a value answers a test's comparison or truth test: a class
-#: a *body* defines may not define them (``class Same: __eq__ = lambda s, o: True`` /
-#: ``return Same()`` would pass any ``assert f(x) == y``); none of the 458 shipped references
-#: defines a class in its body at all
-STEERING: frozenset[str] = frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
-                                      "__hash__", "__bool__", "__len__", "__contains__",
-                                      "__instancecheck__", "__subclasscheck__"})
 
 
 class PolicyRefused(Exception):
@@ -274,6 +266,11 @@ def _reserved(name: str) -> bool:
     """The guards' names and anything shaped like them (``_x_``), never a plain ``_``/dunder."""
     return name.startswith("_ianvs") or (len(name) > 2 and name[0] == "_" and name[-1] == "_"
                                          and not _dunder(name) and name.strip("_") != "")
+
+
+def _unplain_attr(attr: str) -> bool:
+    """Whether a type expression evaluated without the guards may not read ``attr``."""
+    return _dunder(attr) or attr in _ATTRS_REFUSED or denied_module(attr)
 
 
 def _call(name: str, *args: ast.expr) -> ast.Call:
@@ -563,12 +560,14 @@ class CandidatePolicy(RestrictingNodeTransformer):
         import annotations``) is unchanged; anything else is rewritten like other code."""
         self._check_annotation(node)
         plain = all(isinstance(n, _ANNOTATION_NODES) for n in ast.walk(node)) and not any(
-            (isinstance(n, ast.Name) and (n.id in RENAMED or n.id in DENIED_NAMES or n.id in self.ctx.denied
-                                          or _reserved(n.id) or _dunder(n.id) or denied_module(n.id)))
-            or (isinstance(n, ast.Attribute) and (_dunder(n.attr) or n.attr in _ATTRS_REFUSED
-                                                   or denied_module(n.attr)))
-            for n in ast.walk(node))
+            (isinstance(n, ast.Name) and (n.id in RENAMED or self._unplain_name(n.id)))
+            or (isinstance(n, ast.Attribute) and _unplain_attr(n.attr)) for n in ast.walk(node))
         return node if plain else self.visit(node)
+
+    def _unplain_name(self, name: str) -> bool:
+        """Whether a type expression evaluated without the guards may not name ``name``."""
+        return (_dunder(name) or name in DENIED_NAMES or name in self.ctx.denied or _reserved(name)
+                or denied_module(name))
 
     def _check_annotation(self, node: ast.AST) -> None:
         """String annotations are evaluated later without the guards (``get_type_hints``):
@@ -584,12 +583,9 @@ class CandidatePolicy(RestrictingNodeTransformer):
                         self.error(node, f"the string annotation {sub.value[:60]!r} is not a plain "
                                          "type expression.")
                         return
-                    if isinstance(part, ast.Name) and (_dunder(part.id) or part.id in DENIED_NAMES
-                                                       or part.id in self.ctx.denied or _reserved(part.id)
-                                                       or denied_module(part.id)):
+                    if isinstance(part, ast.Name) and self._unplain_name(part.id):
                         self.error(node, f"the string annotation {sub.value[:60]!r} names {part.id!r}.")
-                    if isinstance(part, ast.Attribute) and (_dunder(part.attr) or part.attr in _ATTRS_REFUSED
-                                                            or denied_module(part.attr)):
+                    if isinstance(part, ast.Attribute) and _unplain_attr(part.attr):
                         self.error(node, f"the string annotation {sub.value[:60]!r} reads {part.attr!r}.")
                     if isinstance(part, ast.Constant) and isinstance(part.value, str) and part is not expr.body:
                         self._check_annotation(part)

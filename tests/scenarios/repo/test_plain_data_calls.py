@@ -7,8 +7,6 @@ nested calls kept apart from the calls that would cross a process boundary."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 from types import ModuleType
@@ -16,8 +14,7 @@ from typing import Any
 
 from core.scenarios.repo.env import RepoEnv
 from core.scenarios.repo.functions import find_functions
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.benchmark_scripts import benchmark_module
 
 EXTRA_LIB = '''\
 def append_one(xs):
@@ -79,14 +76,7 @@ def test_fact():
 
 
 def _module() -> ModuleType:
-    name = "_plain_data_calls"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "plain_data_calls.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up while it is executed
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return benchmark_module("plain_data_calls")
 
 
 def test_classifier_tiers_and_fingerprints() -> None:
