@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from core.common.errors import ConfigError
 from core.scenarios.base import TaskKind
@@ -46,6 +46,27 @@ def iter_samples(kind: TaskKind, y_pred: Sequence[Any], context: Any,
             raw = str(sample.get("raw_output") or "")
             yield ScoredSample(rec, str(sample.get("task_id", rec["id"])),
                                int(sample.get("sample_index", 0)), raw, kind.answer(raw, rec))
+
+
+def record_per_task(context: Any, rows: Sequence[Mapping[str, Any]], columns: Sequence[str],
+                    rename: Mapping[str, str] | None = None,
+                    weighting: Literal["samples", "tasks"] = "samples") -> None:
+    """Hand the per-sample ``rows``' ``columns`` to the test case's per-task values
+    (:mod:`core.testcasecontroller.metrics.per_task`), so the report can give the columns
+    (means over these rows) intervals and paired tests; a context without them (a metric
+    called outside a job) records nothing. ``rename`` maps a row key to its column name."""
+    per_task = getattr(context, "per_task", None)
+    if per_task is not None:
+        per_task.add_rows(rows, columns, weighting=weighting, rename=rename)
+
+
+def record_periods(context: Any, rows: Sequence[Mapping[str, Any]], columns: Sequence[str],
+                   labels: Sequence[str]) -> None:
+    """:func:`record_per_task` of each period's rows (``row["period"]``) under the period's
+    column names, ``<column>[<label>]``."""
+    for label in labels:
+        record_per_task(context, [r for r in rows if r.get("period") == label], columns,
+                        rename={c: f"{c}[{label}]" for c in columns})
 
 
 def mean(values: Sequence[float], digits: int = 4) -> float:

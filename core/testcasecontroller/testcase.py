@@ -42,6 +42,7 @@ from core.testcasecontroller.algorithm.paradigm.singletask_learning import (
 from core.testcasecontroller.metrics.calling import (MetricContext, PlainPredictions,
                                                      call_metric, declared_columns,
                                                      resolve_metric)
+from core.testcasecontroller.metrics.per_task import PER_TASK_VALUES_FILE
 from core.testenvmanager.testenv.testenv import TestEnvConfig
 
 logger = logging.getLogger(__name__)
@@ -260,6 +261,7 @@ def run_testcase(case: TestCase, testenv: TestEnvConfig, show_progress: bool = T
                 raise
             except Exception as exc:  # noqa: BLE001 - one metric must not lose the case
                 failed[spec.name] = _metric_failed(case, spec, fn, exc, metrics)
+        context.per_task.write(case.case_dir / PER_TASK_VALUES_FILE)
         finished = format_completion_time()
         _write_case_file(case, status="completed", started=started, finished=finished,
                          metrics=metrics, **({"metric_errors": failed} if failed else {}))

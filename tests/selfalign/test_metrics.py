@@ -66,9 +66,10 @@ def test_metric_row_from_stored_tries(tmp_path: Path) -> None:
     assert row["invalid_tests"] == 0.125           # 1 of 8 graded units (import os)
     assert row["parse_failures"] == 0
     # inc: None killed (TypeError), x - 1 killed (inc(1) = 0), x + 2 survives 'inc(1) > 0';
-    # twice: None, x + 2 (twice(2) = 4 != 5) and x * 3 (twice(2) = 6) are all killed
+    # twice: its final tests fail on the reference, so they kill none of its 3 mutants
+    # (a wrong test fails on every program; counting that as killing would reward it)
     assert (row["mutants"], row["equivalent_mutants"]) == (6, 0)
-    assert row["mutation_score"] == 0.8333
+    assert row["mutation_score"] == 0.3333
     assert row["tokens_per_task"] == 0.0 and math.isnan(row["tokens_per_aligned"]) is False
     curves = json.loads((tmp_path / "selfalign_per_try.json").read_text())
     assert curves["align"] == [0.0, 1.0] and curves["hidden_pass@1"] == [0.0, 0.5]
@@ -104,3 +105,26 @@ def test_plain_row_is_graded_on_base_and_amplified_tests(tmp_path: Path) -> None
               for r in records]
     row = selfalign(None, failed, context, k=[1, 2], mutants=0)
     assert row["unfinished"] == 2 and math.isnan(row["hidden_pass@1"])
+
+
+@pytest.mark.slow
+def test_a_test_that_fails_on_the_reference_kills_no_mutant(tmp_path: Path) -> None:
+    """The wrong ``assert inc(1) == 5`` fails on every program, mutants included; it must kill
+    none of them, while the right ``assert inc(1) > 0`` kills the two that break it (None and
+    x - 1; x + 2 survives). Each row has one task whose final tests are just that one."""
+    scores = {}
+    for name, test in (("wrong", "assert inc(1) == 5"), ("right", "assert inc(1) > 0")):
+        workspace = tmp_path / name
+        workspace.mkdir()
+        responder = _replay(workspace, {"toy/inc": [{"code": GOOD, "tests": [test]}]})
+        store = TryStore(workspace / TRIES_FILE)
+        with UnitRunner(SandboxSettings(options={"min_isolation": "process"})) as runner:
+            run_task(TASK, responder, runner, store,
+                     LoopSettings(max_tries=1, tests_per_task=1, test_style="free"))
+        context = MetricContext(records=lambda: iter([TASK]), workspace=workspace,
+                                sandbox=SANDBOX, show_progress=False)
+        row = selfalign(None, [{}], context, k=[1])
+        assert row["mutants"] == 3 and row["equivalent_mutants"] == 0
+        scores[name] = (row["mutation_score"], row["test_validity"])
+    assert scores["wrong"] == (0.0, 0.0)
+    assert scores["right"] == (0.6667, 1.0)

@@ -90,10 +90,16 @@ def test_codegen_report_has_intervals_comparison_figures_and_manifest(codegen_jo
         assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
     assert "http" not in (report / "index.html").read_text()
     tables = _markdown_tables((report / "leaderboard.md").read_text())
-    leaderboard, comparison = tables[0], tables[1]
+    leaderboard, intervals, comparison, detect = tables[0], tables[1], tables[2], tables[3]
     assert leaderboard[0][-1] == "pass@1 95% CI" and len(leaderboard) == 3
     assert {row[-1] for row in leaderboard[1:]} == {"[1.000, 1.000]", "[0.000, 0.000]"}
-    assert comparison[1][-1] == "significant" and comparison[1][6] == "21 / 0"
+    # each row differs from the other on the main metric (21 tasks won by one side)
+    assert leaderboard[0][-2] == "differs from (pass@1)"
+    assert sorted(row[-2] for row in leaderboard[1:]) == ["#1", "#2"]
+    assert intervals[0][:2] == ["row", "pass@1"] and len(intervals) == 3
+    assert comparison[0][0] == "column" and comparison[1][0] == "pass@1"
+    assert comparison[1][-1] == "significant" and comparison[1][7] == "McNemar (21 / 0)"
+    assert detect[1][:2] == ["pass@1", "21"] and float(detect[1][3]) == round(6 / 21, 4)
     for name in ("metric", "outcomes", "tasks"):
         assert (report / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     manifest = json.loads((report / "manifest.json").read_text())
@@ -150,7 +156,7 @@ def test_report_of_failed_cases_nan_metrics_and_one_case_renders(toy: Path) -> N
     page = _page(report / "index.html")
     assert page.rows["leaderboard"] == 2  # one case: no comparison, no interval
     md = (report / "leaderboard.md").read_text()
-    assert "No two test cases have per-task results" in md
+    assert "No two test cases have per-task values" in md
     assert _markdown_tables(md)[0][1][-1] == "n/a"
 
 

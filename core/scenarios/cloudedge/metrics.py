@@ -85,6 +85,11 @@ def cloudedge(y_true: Any, y_pred: Any, context: Any = None) -> dict[str, Any]:
         "cloud_s": round(sum(_seconds(a) for a in cloud) / n, 4),
     }
     row["latency_s"] = round(row["edge_s"] + row["check_s"] + row["cloud_s"], 4)
+    per_task = getattr(context, "per_task", None)
+    if per_task is not None:  # the report's intervals and paired tests (means over tasks)
+        for record, ok, pred in zip(records, passed, preds):
+            per_task.add("pass@1", str(record["task_id"]), float(ok), "tasks")
+            per_task.add("cloud_share", str(record["task_id"]), float(bool(pred[0])), "tasks")
     oracle = _oracle(records, context, workspace)
     row["oracle_pass@1"] = oracle
     row["regret"] = round(oracle - row["pass@1"], 4) if not math.isnan(oracle) else math.nan

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core.scenarios.comment.annotate import extract_annotations
-from core.scenarios.scoring import ScoredSample, iter_samples, mean
+from core.scenarios.scoring import ScoredSample, iter_samples, mean, record_per_task
 from core.scenarios.text_similarity import SIMILARITY_COLUMNS, similarity
 
 COLUMNS = ("code_preserved", "code_altered", "line_coverage", *SIMILARITY_COLUMNS,
@@ -61,6 +61,8 @@ def comment_scores(y_true: Any, y_pred: Any, context: Any = None) -> dict[str, A
     if workspace is not None:
         Path(workspace, PER_SAMPLE_FILE).write_text(
             "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    record_per_task(context, rows, ["preserved", "line_coverage", *SIMILARITY_COLUMNS],
+                    rename={"preserved": "code_preserved"})
     out: dict[str, Any] = {
         "code_preserved": mean([float(r["preserved"]) for r in rows]),
         "code_altered": sum(1 for r in rows if not r["preserved"]),

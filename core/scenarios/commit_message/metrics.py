@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.scenarios.scoring import iter_samples, mean
+from core.scenarios.scoring import iter_samples, mean, record_per_task, record_periods
 from core.scenarios.text_similarity import SIMILARITY_COLUMNS, similarity
 from core.scenarios.trajectories.periods import commit_time, period_labels, period_of
 
@@ -70,6 +70,8 @@ def commit_message_scores(y_true: Any, y_pred: Any, context: Any = None,
     if workspace is not None:
         Path(workspace, PER_SAMPLE_FILE).write_text(
             "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    record_per_task(context, rows, SCORE_COLUMNS)
+    record_periods(context, rows, SCORE_COLUMNS, period_labels(periods))
     out: dict[str, Any] = _means(rows)
     out["scored_samples"] = len(rows)
     out["empty_answers"] = sum(1 for r in rows if r["empty"])

@@ -55,6 +55,7 @@ from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir,
 from core.scenarios.repo.metrics import OUTCOMES, summarise
 from core.scenarios.repo.scoring import load_executions, source_root
 from core.scenarios.trajectories.periods import commit_time, period_labels, period_of
+from core.scenarios.scoring import record_per_task
 
 __all__ = ["implement_tests", "EXECUTIONS_FILE", "grade", "grade_iter", "grade_logged", "parse_for_task", "sample_key",
            "task_sample"]
@@ -191,7 +192,21 @@ def implement_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, sou
     graded = grade_logged(todo, keys, workspace / EXECUTIONS_FILE, (base / sources_dir).resolve(), settings,
                           float(timeout), "implement tests", getattr(context, "show_progress", True))
     results = list(graded.values())
+    _record_per_task(context, [r for r, _form in results], tasks, periods)
     return _row(results, tasks, generation_errors, periods)
+
+
+def _record_per_task(context: Any, results: list[SampleResult], tasks: dict[str, dict[str, Any]],
+                     periods: Sequence[str] | None) -> None:
+    """Each scored task's pass (1/0) for ``pass@1`` and its period's column: the report's
+    intervals and paired tests (an ``infra_error`` is not scored, as in ``pass@1``)."""
+    rows = [{"task_id": r.task_id, "pass@1": float(r.outcome == "passed"),
+             "period": period_of(commit_time(tasks[r.task_id]["committed_at"]), periods)}
+            for r in results if r.outcome != "infra_error" and r.task_id in tasks]
+    record_per_task(context, rows, ["pass@1"], weighting="tasks")
+    for label in period_labels(periods):
+        record_per_task(context, [r for r in rows if r["period"] == label], ["pass@1"],
+                        rename={"pass@1": f"pass@1[{label}]"}, weighting="tasks")
 
 
 def _row(pairs: list[tuple[SampleResult, str]], tasks: dict[str, dict[str, Any]], generation_errors: int,

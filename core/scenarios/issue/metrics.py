@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.scenarios.issue.embedding import cosine_best
-from core.scenarios.scoring import iter_samples, mean
+from core.scenarios.scoring import iter_samples, mean, record_per_task
 from core.scenarios.text_similarity import SIMILARITY_COLUMNS, best_similarity
 
 COLUMNS = (*SIMILARITY_COLUMNS, "embedding_sim", "scored_samples", "empty_answers",
@@ -48,6 +48,7 @@ def issue_scores(y_true: Any, y_pred: Any, context: Any = None,
     if workspace is not None:
         Path(workspace, PER_SAMPLE_FILE).write_text(
             "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    record_per_task(context, rows, [*SIMILARITY_COLUMNS, "embedding_sim"])
     out: dict[str, Any] = {}
     for name in SIMILARITY_COLUMNS:
         out[name] = mean([r[name] for r in rows], 2 if name != "rouge_l" else 4)

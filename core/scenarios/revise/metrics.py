@@ -64,7 +64,7 @@ from typing import Any
 from core.common.errors import ConfigError
 from core.scenarios.implement_change.answer import FAILURE_KINDS, parse_change
 from core.scenarios.repo.policy import GRADING as POLICY_GRADING
-from core.scenarios.scoring import iter_samples, mean
+from core.scenarios.scoring import iter_samples, mean, record_per_task, record_periods
 from core.scenarios.trajectories.periods import commit_time, period_labels, period_of
 
 PER_SAMPLE_FILE = "revise_scores.jsonl"
@@ -159,6 +159,9 @@ def revise_scores(y_true: Any, y_pred: Any, context: Any = None, periods: Sequen
     if workspace is not None:
         Path(workspace, PER_SAMPLE_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     tested = [r for r in rows if r["grading"] == "tests"]
+    record_per_task(context, rows, ["score", "edit_chrf", "exact_match"])
+    record_per_task(context, tested, ["score"], rename={"score": "tests_pass@1"})
+    record_periods(context, rows, ["score", "edit_chrf"], period_labels(periods))
     ran = [r for r in tested if r["test_outcome"] and r["test_outcome"] not in FAILURE_KINDS]
     out: dict[str, Any] = {"score": mean([r["score"] for r in rows]),
                            "tests_pass@1": mean([r["score"] for r in tested]),

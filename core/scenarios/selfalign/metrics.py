@@ -24,7 +24,8 @@ records of the run and returns one row:
 ``tokens_per_aligned``, ``wall_s_per_aligned``   total cost divided by the aligned tasks
 ``mutation_score``        share of the reference solution's mutants (:mod:`.mutants`, at most
                           ``mutants`` per task) that the final model-written tests kill
-                          (some valid test does not pass on it); mutants that pass every
+                          (some test that passes on the reference does not pass on the
+                          mutant; a test failing on the reference kills nothing); mutants that pass every
                           hidden test look equivalent and are left out, counted in
                           ``equivalent_mutants``; ``mutants`` counts the rest
 ``tasks``                 tasks with at least one stored try
@@ -142,6 +143,7 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
     ``sources`` and ``timeout`` (seconds per run of a repository's tests) are for the
     repository-level set, as for the ``repo_tests`` metric."""
     ks = _ks(k)
+    per_task = _per_task_values(context)
     if isinstance(mutants, bool) or not isinstance(mutants, int) or mutants < 0:
         raise ConfigError(f"mutants must be an integer >= 0, got {mutants!r}")
     if context is None:
@@ -193,22 +195,43 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
             total_final += len(checks)
             reference = repo.reference_code(r) if repo_grading is not None else \
                 str(r["prompt"]) + str(r.get("canonical_solution", ""))
+            before = (mutation["killed"], mutation["mutants"])
             try:
                 outs = run_units(runner, r, reference, checks)
                 valid += sum(o.passed for o in outs)
+                # only a unit that holds on the reference may kill a mutant: a wrong test
+                # fails on every program and would otherwise "kill" them all
+                sound = [c for c, o in zip(checks, outs) if o.passed]
                 if mutants and repo_grading is not None:
-                    _repo_mutation(repo_grading, r, reference, checks, mutants, mutation)
+                    _repo_mutation(repo_grading, r, reference, sound, mutants, mutation)
                 elif mutants:
                     assert isinstance(runner, UnitRunner)
-                    _mutation(runner, r, reference, checks, mutants, mutation)
+                    _mutation(runner, r, reference, sound, mutants, mutation)
             except SandboxInfraError as exc:
                 raise ConfigError(f"sandbox failed while checking the model-written tests: "
                                   f"{exc}", hint="run again: results so far are cached") from exc
+            task = str(r["task_id"])
+            for o in outs:  # pooled over the final tests and over the mutants: per sample
+                per_task.add("test_validity", task, float(o.passed), "samples")
+            killed = mutation["killed"] - before[0]
+            for i in range(mutation["mutants"] - before[1]):
+                per_task.add("mutation_score", task, float(i < killed), "samples")
     n = len(done)
     aligned_at = [next((t.try_ for t in tries if t.aligned), None) for _, tries in done]
     aligned = sum(a is not None for a in aligned_at)
     final_pass = [h[-1] for h in hidden]
     false_aligned = sum(1 for a, p in zip(aligned_at, final_pass) if a is not None and not p)
+    for (r, _), at, h in zip(done, aligned_at, hidden):
+        task = str(r["task_id"])
+        for kk in ks:
+            per_task.add(f"align@{kk}", task, float(at is not None and at <= kk), "tasks")
+        per_task.add("align_rate", task, float(at is not None), "tasks")
+        per_task.add("hidden_pass@1", task, float(h[-1]), "tasks")
+        per_task.add("hidden_pass@1_first", task, float(h[0]), "tasks")
+        if at is not None:
+            per_task.add("false_alignment", task, float(not h[-1]), "tasks")
+    for (i, _), ok in zip(plus_records, plus_pass):
+        per_task.add("hidden_pass@1_plus", str(done[i][0]["task_id"]), float(ok), "tasks")
     all_tries = [t for _, tries in done for t in tries]
     units = [u for t in all_tries for u in t.units]
     tokens = sum(t.tokens for t in all_tries)
@@ -240,6 +263,20 @@ selfalign.columns = lambda k=(1, 5), mutants=10, sources=None, timeout=120.0: [ 
     "align_rate", "hidden_pass@1", "hidden_pass@1_first", "hidden_pass@1_plus", "plus_tasks",
     "false_alignment", "false_aligned", "aligned", "test_validity", "invalid_tests", "parse_failures", "tries", *COST_COLUMNS,
     "mutation_score", "mutants", "equivalent_mutants", "tasks", "plain_tasks", "unfinished"]
+
+
+class _NoRecording:
+    """Stands in for the per-task values outside a job (a context without them)."""
+
+    def add(self, column: str, task_id: str, value: float, weighting: str = "samples") -> None:
+        pass
+
+
+def _per_task_values(context: Any) -> Any:
+    """The test case's per-task values (the report's intervals and paired tests), or a
+    recorder that keeps nothing."""
+    found = getattr(context, "per_task", None)
+    return found if found is not None else _NoRecording()
 
 
 def _plain_predictions(y_pred: Any, n: int) -> bool:
@@ -294,6 +331,13 @@ def _plain_row(records: list[Mapping[str, Any]], y_pred: list[Any], context: Any
     plus = list(iter_results([{**records[i], "test": records[i]["metadata"]["test_plus"]["test"]}
                               for i in plus_idx], [y_pred[i] for i in plus_idx], sandbox,
                              workspace, False, total=len(plus_idx))) if plus_idx else []
+    per_task = _per_task_values(context)
+    for record, results in zip(records, base):  # as _pass_share: no sample counts as 0
+        per_task.add("hidden_pass@1", str(record["task_id"]),
+                     sum(r.passed for r in results) / len(results) if results else 0.0, "tasks")
+    for i, results in zip(plus_idx, plus):
+        per_task.add("hidden_pass@1_plus", str(records[i]["task_id"]),
+                     sum(r.passed for r in results) / len(results) if results else 0.0, "tasks")
     columns = selfalign.columns(k=ks)  # type: ignore[attr-defined]
     row: dict[str, Any] = {name: math.nan for name in columns}
     row.update({"hidden_pass@1": _pass_share(base), "hidden_pass@1_plus": _pass_share(plus),
@@ -306,7 +350,8 @@ def _repo_mutation(grading: _RepoGrading, record: Mapping[str, Any], reference: 
                    checks: list[Any], limit: int, counts: dict[str, int]) -> None:
     """:func:`_mutation` for a repository task: a mutant of the original function is
     equivalent-looking when it passes the repository's own tests; the others are killed when
-    some valid unit does not pass on them (units run in a view, :mod:`.repo`)."""
+    some unit of ``checks`` (those passing on the original function) does not pass on them
+    (units run in a view, :mod:`.repo`)."""
     found = make_mutants(reference, str(record["name"]), limit)
     survives = grading.hidden([(record, m.code) for m in found])
     for mutant, passes in zip(found, survives):
@@ -314,13 +359,15 @@ def _repo_mutation(grading: _RepoGrading, record: Mapping[str, Any], reference: 
             counts["equivalent"] += 1
             continue
         counts["mutants"] += 1
-        outs = grading.runner.run(mutant.code, checks, record)
-        counts["killed"] += any(o.outcome != INVALID and not o.passed for o in outs)
+        if checks:
+            outs = grading.runner.run(mutant.code, checks, record)
+            counts["killed"] += any(o.outcome != INVALID and not o.passed for o in outs)
 
 
 def _mutation(runner: UnitRunner, record: Mapping[str, Any], reference: str,
               checks: list[Any], limit: int, counts: dict[str, int]) -> None:
-    """Add one task's mutants to ``counts`` (killed, mutants, equivalent; docstring)."""
+    """Add one task's mutants to ``counts`` (killed, mutants, equivalent; docstring).
+    ``checks`` are the units that pass on the reference: only they may kill."""
     entry, prompt = str(record["entry_point"]), str(record["prompt"])
     hidden = check_unit(f"{record['test']}\n\ncheck({entry})\n", entry, prompt)
     if not hidden.valid:
@@ -332,8 +379,9 @@ def _mutation(runner: UnitRunner, record: Mapping[str, Any], reference: str,
             counts["equivalent"] += 1
             continue
         counts["mutants"] += 1
-        outs = runner.run(mutant.code, checks, entry, helpers=prompt)
-        counts["killed"] += any(o.outcome != INVALID and not o.passed for o in outs)
+        if checks:
+            outs = runner.run(mutant.code, checks, entry, helpers=prompt)
+            counts["killed"] += any(o.outcome != INVALID and not o.passed for o in outs)
 
 
 def _per_try(workspace: Path, done: list[tuple[Mapping[str, Any], list[TryRecord]]],

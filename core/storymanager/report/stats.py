@@ -28,15 +28,46 @@ def _resampled_means(data: np.ndarray, resamples: int) -> np.ndarray:
     return means
 
 
+def _resampled_weighted_means(data: np.ndarray, weights: np.ndarray,
+                              resamples: int) -> np.ndarray:
+    """Weighted means of ``resamples`` bootstrap resamples (whole tasks), in bounded batches."""
+    rng = np.random.default_rng(SEED)
+    per_batch = max(1, BATCH_VALUES // data.size)
+    means = np.empty(resamples)
+    for start in range(0, resamples, per_batch):
+        count = min(per_batch, resamples - start)
+        idx = rng.integers(0, data.size, size=(count, data.size))
+        means[start:start + count] = (data[idx] * weights[idx]).sum(axis=1) / \
+            weights[idx].sum(axis=1)
+    return means
+
+
 def bootstrap_ci(values: Sequence[float], confidence: float = 0.95,
-                 resamples: int = RESAMPLES) -> tuple[float, float, float]:
+                 resamples: int = RESAMPLES,
+                 weights: Sequence[float] | None = None) -> tuple[float, float, float]:
     """``(mean, low, high)``: the percentile bootstrap interval of the mean over tasks.
 
-    An empty sequence gives NaNs; one value gives a zero-width interval.
+    With ``weights`` (e.g. each task's number of scored samples, its value being their mean)
+    the statistic is the weighted mean and tasks are resampled whole (a cluster bootstrap:
+    samples of one task are not independent). An empty sequence gives NaNs; one value gives a
+    zero-width interval.
     """
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         return math.nan, math.nan, math.nan
+    if weights is not None:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != data.shape or (w <= 0).any():
+            raise ValueError("weights must be positive, one per value")
+        mean = float((data * w).sum() / w.sum())
+        if data.size == 1 or bool((w == w[0]).all()):
+            low, high = (mean, mean) if data.size == 1 else bootstrap_ci(data.tolist(), confidence,
+                                                                        resamples)[1:]
+            return mean, low, high
+        means = _resampled_weighted_means(data, w, resamples)
+        tail = (1 - confidence) / 2 * 100
+        low, high = np.percentile(means, [tail, 100 - tail])
+        return mean, float(low), float(high)
     mean = float(data.mean())
     if data.size == 1:
         return mean, mean, mean
@@ -78,3 +109,65 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
     k = min(only_a, only_b)
     tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
     return min(1.0, 2 * tail)
+
+
+#: sign flips drawn by :func:`sign_flip_test` when exact enumeration is too large
+FLIPS = 20000
+EXACT_FLIPS_UP_TO = 16
+Z_975, Z_80 = 1.959964, 0.841621
+
+
+def sign_flip_test(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided p-value of "no difference" between paired per-task values: the paired
+    permutation (sign-flip) test of the mean difference. Exact over every sign pattern for up
+    to 16 tasks with a non-zero difference, else Monte Carlo with ``FLIPS`` seeded draws
+    (p never below 1 / (FLIPS + 1)). Tasks with a zero difference carry no information and
+    are dropped; no difference at all gives 1. Raises ValueError on unequal lengths."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError("paired samples must have the same length")
+    d = (x - y)[(x - y) != 0]
+    if d.size == 0:
+        return 1.0
+    observed = abs(float(d.sum())) - 1e-12 * max(1.0, float(np.abs(d).sum()))
+    if d.size <= EXACT_FLIPS_UP_TO:
+        signs = ((np.arange(2 ** d.size)[:, None] >> np.arange(d.size)) & 1) * 2 - 1
+        return float(np.mean(np.abs(signs @ d) >= observed))
+    rng = np.random.default_rng(SEED)
+    hits = 0
+    per_batch = max(1, BATCH_VALUES // d.size)
+    for start in range(0, FLIPS, per_batch):
+        count = min(per_batch, FLIPS - start)
+        signs = rng.integers(0, 2, size=(count, d.size)) * 2 - 1
+        hits += int((np.abs(signs @ d) >= observed).sum())
+    return (hits + 1) / (FLIPS + 1)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (same order as given): the family-wise error of
+    several pairwise comparisons of one column stays at the level tested."""
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    adjusted = [1.0] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def min_discordant_for(alpha: float = 0.05) -> int:
+    """The fewest discordant tasks, all won by one side, for which the exact McNemar test
+    reaches ``p < alpha`` (6 at 0.05): below that no pass/fail difference can be detected."""
+    k = 1
+    while mcnemar_exact(k, 0) >= alpha:
+        k += 1
+    return k
+
+
+def smallest_detectable_difference(sd_difference: float, tasks: int) -> float:
+    """The difference of two paired means a two-sided test at 5% finds with 80% power, by the
+    normal approximation: ``(z_0.975 + z_0.8) * sd / sqrt(n)``, ``sd`` being the standard
+    deviation of the per-task differences. NaN for fewer than 2 tasks."""
+    if tasks < 2 or not math.isfinite(sd_difference):
+        return math.nan
+    return (Z_975 + Z_80) * sd_difference / math.sqrt(tasks)

@@ -2,14 +2,17 @@
 figures (PNG files beside the Markdown; embedded as ``data:`` URIs in the HTML, so
 ``index.html`` is one self-contained file that needs no network).
 
-Contents: the leaderboard (the selected rank rows, credential-like columns redacted), the main
-metric (the first ``sort_by`` metric) with a 95% bootstrap confidence interval over tasks where
-per-task results exist (``per_task.jsonl``, written by the code metrics), paired comparisons of
-test cases that ran the same tasks (paired bootstrap of the per-task pass rate and an exact
-McNemar test; a task counts as passed when at least half of its scored samples pass), and the
-figures of :mod:`plots`. A metric that raised in a test case (``metric_errors`` in its
-``case.json``) shows ``error`` in its cells, with the exception listed under the table. Test
-cases without per-task results (upstream-style metrics) show their
+Contents: the leaderboard (the selected rank rows, credential-like columns redacted) with the
+main metric's (the first ``sort_by`` metric) 95% interval and the rows each row differs from on
+it; an interval table for every column that is a mean and has per-task values (what the metrics
+recorded in ``per_task_values.jsonl``, and ``pass@k`` from ``per_task.jsonl``; percentile
+bootstrap over tasks, weighted by samples for a mean over samples); paired comparisons of test
+cases that ran the same tasks, for each such column (paired bootstrap interval of the mean
+difference; the exact McNemar test for pass/fail columns, the sign-flip permutation test for
+others; Holm-adjusted over the pairs of a column); the smallest difference each column's tasks
+can detect; and the figures of :mod:`plots`. A metric that raised in a test case
+(``metric_errors`` in its ``case.json``) shows ``error`` in its cells, with the exception listed
+under the table. Columns without per-task values (upstream-style metrics, counts) show their
 value without an interval and take no part in comparisons: the report says so.
 """
 from __future__ import annotations
@@ -20,14 +23,21 @@ import html
 import json
 import logging
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from core.storymanager.report import plots
 from core.storymanager.report.manifest import build_manifest, case_folder, redact
-from core.storymanager.report.stats import bootstrap_ci, mcnemar_exact, paired_bootstrap
+from core.storymanager.report.stats import (bootstrap_ci, holm, mcnemar_exact,
+                                            min_discordant_for, paired_bootstrap,
+                                            sign_flip_test, smallest_detectable_difference)
+from core.testcasecontroller.metrics.passk import estimate_pass_at_k
+from core.testcasecontroller.metrics.per_task import PER_TASK_VALUES_FILE, read_per_task_values
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +64,17 @@ class CaseView:
     """metric -> exception text of the metrics that raised (their cells show ``error``)."""
     per_try: dict[str, Any] = field(default_factory=dict)
     """Curves against the try number of a self-align test case (``selfalign_per_try.json``)."""
+    values: dict[str, dict[str, tuple[float, int]]] = field(default_factory=dict)
+    """column -> task -> (value, samples): per-task values of the columns that are means
+    (``per_task_values.jsonl``, and ``pass@k`` from ``per_task.jsonl``)."""
+    weighting: dict[str, str] = field(default_factory=dict)
+    """column -> ``samples`` (its value is a mean over samples) or ``tasks``."""
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """column -> 95% bootstrap interval over tasks."""
+    differs_from: list[str] = field(default_factory=list)
+    """keys of the rows this one differs from on the main metric (paired test, Holm)."""
+    key: str = ""
+    """the test case folder: names the row across the selected and the all rank."""
 
     def rates(self) -> dict[str, float]:
         return {t: c / n for t, (n, c) in self.tasks.items() if n}
@@ -122,7 +143,7 @@ def build_views(rows: list[dict[str, str]], metric: str, modules: Sequence[str],
         case_dir = case_folder(row.get("url", ""), job_dir)
         public = redact(row)
         view = CaseView(dict(public), _label(public, modules), _float(row.get(metric)),
-                        _per_task(case_dir))
+                        _per_task(case_dir), key=str(case_dir))
         curves = case_dir / PER_TRY_FILE
         if curves.is_file():
             try:
@@ -134,33 +155,122 @@ def build_views(rows: list[dict[str, str]], metric: str, modules: Sequence[str],
             for column in entry.get("columns") or [name]:
                 if not view.row.get(str(column)):
                     view.row[str(column)] = ERROR_CELL
-        if view.tasks and metric.startswith("pass@1"):
-            _mean, low, high = bootstrap_ci(list(view.rates().values()))
-            view.ci = (low, high)
+        view.values, view.weighting = _column_values(case_dir, view.tasks, row)
+        for column, per_task in view.values.items():
+            cells = list(per_task.values())
+            weights = [n for _, n in cells] if view.weighting.get(column) == "samples" else None
+            _mean, low, high = bootstrap_ci([v for v, _ in cells], weights=weights)
+            view.intervals[column] = (low, high)
+        if metric in view.intervals:
+            view.ci = view.intervals[metric]
         views.append(view)
     return views
 
 
-def comparisons(views: list[CaseView]) -> list[dict[str, Any]]:
-    """Every pair of test cases with per-task results over the same tasks."""
+_PASS_K = re.compile(r"pass@(\d+)$")
+
+
+def _column_values(case_dir: Path, tasks: Mapping[str, tuple[int, int]], row: Mapping[str, str]
+                   ) -> tuple[dict[str, dict[str, tuple[float, int]]], dict[str, str]]:
+    """Per-task values of a test case's mean columns: what its metrics recorded
+    (``per_task_values.jsonl``), plus each ``pass@k`` column of the row that they did not
+    record, from the samples and passes per task (``per_task.jsonl``; unbiased estimator,
+    tasks with fewer than k scored samples left out as pass@k leaves them)."""
+    values, weighting = read_per_task_values(case_dir / PER_TASK_VALUES_FILE)
+    out: dict[str, dict[str, tuple[float, int]]] = dict(values)
+    kinds: dict[str, str] = dict(weighting)
+    for column in row:
+        found = _PASS_K.match(column)
+        if not found or column in out or not tasks:
+            continue
+        k = int(found.group(1))
+        per = {t: (estimate_pass_at_k(n, c, k), 1) for t, (n, c) in tasks.items() if n >= k}
+        if per:
+            out[column], kinds[column] = per, "tasks"
+    return out, kinds
+
+
+def _is_binary(xs: Sequence[float], ys: Sequence[float]) -> bool:
+    return all(v in (0.0, 1.0) for v in (*xs, *ys))
+
+
+def comparisons(views: list[CaseView], metric: str = "") -> list[dict[str, Any]]:
+    """Paired tests between every two test cases that have per-task values of a column over
+    the same tasks, for every such column (``metric``, the main one, first).
+
+    Per pair: the mean difference with its paired-bootstrap interval and p-value; pass/fail
+    columns (every per-task value 0 or 1) also get the exact McNemar test, other columns the
+    sign-flip permutation test. The test's p-value is Holm-adjusted over the pairs of its
+    column (``p_adjusted``); ``significant`` means ``p_adjusted < 0.05`` (and, for pass/fail
+    columns, the bootstrap agreeing), so a column's family of comparisons keeps a 5% error.
+    """
+    columns: list[str] = []
+    for v in views:
+        columns += [c for c in v.values if c not in columns]
+    columns.sort(key=lambda c: c != metric)
     out = []
-    for i, a in enumerate(views):
-        for b in views[i + 1:]:
-            if not a.tasks or set(a.tasks) != set(b.tasks):
-                continue
-            tasks = sorted(a.tasks)
-            ra, rb = a.rates(), b.rates()
-            xs = [ra.get(t, 0.0) for t in tasks]
-            ys = [rb.get(t, 0.0) for t in tasks]
-            diff, low, high, p_boot = paired_bootstrap(xs, ys)
-            only_a = sum(1 for x, y in zip(xs, ys) if x >= 0.5 > y)
-            only_b = sum(1 for x, y in zip(xs, ys) if y >= 0.5 > x)
-            p_mcnemar = mcnemar_exact(only_a, only_b)
-            out.append({"a": a.label, "b": b.label, "tasks": len(tasks), "diff": diff,
-                        "ci": (low, high), "p_bootstrap": p_boot, "only_a": only_a,
-                        "only_b": only_b, "p_mcnemar": p_mcnemar,
-                        "significant": bool(p_mcnemar < ALPHA and p_boot < ALPHA)})
+    for column in columns:
+        family = []
+        for i, a in enumerate(views):
+            for b in views[i + 1:]:
+                va, vb = a.values.get(column), b.values.get(column)
+                if not va or not vb or set(va) != set(vb) or len(va) < 2:
+                    continue
+                tasks = sorted(va)
+                xs = [va[t][0] for t in tasks]
+                ys = [vb[t][0] for t in tasks]
+                diff, low, high, p_boot = paired_bootstrap(xs, ys)
+                entry: dict[str, Any] = {
+                    "column": column, "a": a.label, "b": b.label, "a_key": a.key,
+                    "b_key": b.key, "tasks": len(tasks),
+                    "diff": diff, "ci": (low, high), "p_bootstrap": p_boot,
+                    "sd": float(np.std(np.subtract(xs, ys), ddof=1))}
+                if _is_binary(xs, ys):
+                    only_a = sum(1 for x, y in zip(xs, ys) if x > y)
+                    only_b = sum(1 for x, y in zip(xs, ys) if y > x)
+                    entry.update(test="McNemar", only_a=only_a, only_b=only_b,
+                                 p=mcnemar_exact(only_a, only_b))
+                else:
+                    entry.update(test="sign-flip", p=sign_flip_test(xs, ys))
+                family.append(entry)
+        for entry, adjusted in zip(family, holm([e["p"] for e in family])):
+            entry["p_adjusted"] = adjusted
+            entry["significant"] = bool(adjusted < ALPHA and
+                                        (entry["test"] != "McNemar" or entry["p_bootstrap"] < ALPHA))
+        out += family
     return out
+
+
+def detectable(comps: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per column: its tasks and the smallest difference a paired test over them detects
+    (80% power, 5% two-sided, normal approximation, from the median standard deviation of
+    the per-task differences of its pairs that differ at all; NaN when none does, e.g. two
+    gold controls alone), plus, for pass/fail columns, the floor the
+    exact McNemar test sets: at least 6 tasks won by one side and none by the other."""
+    out: dict[str, dict[str, Any]] = {}
+    for column in dict.fromkeys(c["column"] for c in comps):
+        mine = [c for c in comps if c["column"] == column]
+        tasks = max(c["tasks"] for c in mine)
+        spread = [c["sd"] for c in mine if c["sd"] > 0]
+        sd = float(np.median(spread)) if spread else math.nan
+        entry: dict[str, Any] = {"tasks": tasks, "mde": smallest_detectable_difference(sd, tasks)}
+        if any(c["test"] == "McNemar" for c in mine):
+            entry["floor"] = min_discordant_for(ALPHA) / tasks
+        out[column] = entry
+    return out
+
+
+def mark_distinguishable(views: list[CaseView], comps: Sequence[Mapping[str, Any]],
+                         metric: str) -> None:
+    """Fill each view's ``differs_from``: the rows it differs from on ``metric``."""
+    for c in comps:
+        if c["column"] != metric or not c["significant"]:
+            continue
+        for v in views:
+            if v.key == c["a_key"]:
+                v.differs_from.append(c["b_key"])
+            elif v.key == c["b_key"]:
+                v.differs_from.append(c["a_key"])
 
 
 def figures(views: list[CaseView], metric: str) -> dict[str, bytes]:
@@ -223,6 +333,66 @@ def _ci_text(view: CaseView) -> str:
     return f"[{view.ci[0]:.3f}, {view.ci[1]:.3f}]" if view.ci else "n/a"
 
 
+def _rank_tag(label: str) -> str:
+    """``#2 codegen embedded`` -> ``#2``: how the tables name another row."""
+    return label.split(" ", 1)[0]
+
+
+def _differs_text(view: CaseView, views: Sequence[CaseView]) -> str:
+    """The rows ``view`` differs from, by their rank in ``views`` (the table shown)."""
+    names = {v.key: _rank_tag(v.label) for v in views}
+    return ", ".join(names.get(k, "a row of the all rank") for k in view.differs_from) or "none"
+
+
+def _interval_columns(views: Sequence[CaseView], columns: Sequence[str]) -> list[str]:
+    """The leaderboard's columns that have an interval in some row, in table order (then
+    any other recorded column)."""
+    found = [c for c in columns if any(c in v.intervals for v in views)]
+    for v in views:
+        found += [c for c in v.intervals if c not in found]
+    return found
+
+
+def _interval_cell(view: CaseView, column: str) -> str:
+    if column not in view.intervals:
+        return "n/a"
+    low, high = view.intervals[column]
+    values = view.values.get(column, {})
+    return f"[{low:.4g}, {high:.4g}] ({len(values)} tasks)"
+
+
+def _test_text(c: Mapping[str, Any]) -> str:
+    if c["test"] == "McNemar":
+        return f"McNemar ({c['only_a']} / {c['only_b']})"
+    return "sign-flip"
+
+
+def _verdict(c: Mapping[str, Any]) -> str:
+    return "significant" if c["significant"] else "not significant (noise)"
+
+
+def _detectable_rows(comps: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, str, str]]:
+    rows = []
+    for column, entry in detectable(comps).items():
+        mde = entry["mde"]
+        floor = entry.get("floor")
+        rows.append((column, entry["tasks"], "n/a" if math.isnan(mde) else f"{mde:.4g}",
+                     "" if floor is None else f"{floor:.4g}"))
+    return rows
+
+
+UNCERTAINTY_NOTE = (
+    "Intervals: percentile bootstrap over tasks (2000 resamples) of every column that is a "
+    "mean over tasks or samples and whose metric recorded its per-task values (tasks "
+    "resampled whole; a mean over samples is weighted by each task's samples); n/a where "
+    "the metric has none. Paired comparisons: every two rows over the same tasks, for each "
+    "such column: mean difference with its paired-bootstrap interval; the exact McNemar test "
+    "for pass/fail columns, the sign-flip permutation test for the others; p-values "
+    "Holm-adjusted over the pairs of a column. 'differs from' lists the rows a row is "
+    "significantly different from on the main metric; rows not listed cannot be told apart "
+    "on these tasks.")
+
+
 def render_markdown(views: list[CaseView], columns: list[str], metric: str,
                     comps: list[dict[str, Any]], images: Mapping[str, str],
                     manifest: Mapping[str, Any]) -> str:
@@ -236,29 +406,44 @@ def render_markdown(views: list[CaseView], columns: list[str], metric: str,
              f"{manifest['dataset']['records']} records), run on {cell(mach['cpu'])} "
              f"({mach['cpu_count']} CPUs, {mach['memory_mb']} MB), Python {mach['python']}, "
              f"{mach['project']} {mach['version']}. Full details: `manifest.json`.", "",
-             "| " + " | ".join(cell(c) for c in columns) + f" | {metric} 95% CI |",
-             "|" + "---|" * (len(columns) + 1)]
+             "| " + " | ".join(cell(c) for c in columns)
+             + f" | differs from ({cell(metric)}) | {cell(metric)} 95% CI |",
+             "|" + "---|" * (len(columns) + 2)]
     for v in views:
         lines.append("| " + " | ".join(cell(v.row.get(c, "")) for c in columns)
-                     + f" | {_ci_text(v)} |")
+                     + f" | {_differs_text(v, views)} | {_ci_text(v)} |")
     notes = _error_notes(views)
     if notes:
         lines += ["", "Metric errors (cells marked `error`):", ""]
         lines += [f"- {cell(n)}" for n in notes]
-    lines += ["", f"Intervals: percentile bootstrap over tasks (2000 resamples) of the per-task "
-              f"pass rate; n/a where the metric has no per-task results.", ""]
+    lines += ["", UNCERTAINTY_NOTE, ""]
+    shown = _interval_columns(views, columns)
+    if shown:
+        lines += ["## Intervals", "", "| row | " + " | ".join(cell(c) for c in shown) + " |",
+                  "|" + "---|" * (len(shown) + 1)]
+        lines += ["| " + cell(v.label) + " | " + " | ".join(_interval_cell(v, c) for c in shown)
+                  + " |" for v in views]
+        lines.append("")
     lines += ["## Paired comparisons", ""]
     if comps:
-        lines += ["| A | B | tasks | A - B | 95% CI | p (bootstrap) | only A / only B | "
-                  "p (McNemar) | difference |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += ["| column | A | B | tasks | A - B | 95% CI | p (bootstrap) | test | p (test) | "
+                  "p (Holm) | difference |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         for c in comps:
-            lines.append(f"| {cell(c['a'])} | {cell(c['b'])} | {c['tasks']} | "
-                         f"{c['diff']:+.3f} | [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}] | "
-                         f"{_p(c['p_bootstrap'])} | {c['only_a']} / {c['only_b']} | "
-                         f"{c['p_mcnemar']:.3g} | "
-                         f"{'significant' if c['significant'] else 'not significant (noise)'} |")
+            lines.append(f"| {cell(c['column'])} | {cell(c['a'])} | {cell(c['b'])} | "
+                         f"{c['tasks']} | {c['diff']:+.4g} | "
+                         f"[{c['ci'][0]:+.4g}, {c['ci'][1]:+.4g}] | {_p(c['p_bootstrap'])} | "
+                         f"{_test_text(c)} | {c['p']:.3g} | {c['p_adjusted']:.3g} | "
+                         f"{_verdict(c)} |")
+        lines += ["", "Smallest difference a paired test over these tasks detects (80% power, "
+                  "5% two-sided, from the spread of the per-task differences above); for a "
+                  "pass/fail column, the floor below which the exact McNemar test cannot reach "
+                  "significance at all (6 tasks won by one side, none by the other):", "",
+                  "| column | tasks | detectable (80% power) | floor (pass/fail) |",
+                  "|---|---|---|---|"]
+        lines += [f"| {cell(c)} | {n} | {mde} | {floor} |"
+                  for c, n, mde, floor in _detectable_rows(comps)]
     else:
-        lines.append("No two test cases have per-task results over the same tasks.")
+        lines.append("No two test cases have per-task values over the same tasks.")
     if images:
         lines += ["", "## Figures", ""]
         lines += [f"![{name}]({path})" for name, path in images.items()]
@@ -270,23 +455,40 @@ def render_html(views: list[CaseView], columns: list[str], metric: str,
                 manifest: Mapping[str, Any]) -> str:
     e = html.escape
     mach = manifest["machine"]
-    head = "".join(f"<th>{e(c)}</th>" for c in columns) + f"<th>{e(metric)} 95% CI</th>"
+    head = "".join(f"<th>{e(c)}</th>" for c in columns) + \
+        f"<th>differs from ({e(metric)})</th><th>{e(metric)} 95% CI</th>"
     body = "".join("<tr>" + "".join(f"<td>{e(str(v.row.get(c, '')))}</td>" for c in columns)
-                   + f"<td>{e(_ci_text(v))}</td></tr>" for v in views)
+                   + f"<td>{e(_differs_text(v, views))}</td><td>{e(_ci_text(v))}</td></tr>"
+                   for v in views)
+    shown = _interval_columns(views, columns)
+    intervals_html = ""
+    if shown:
+        intervals_html = ("<h2>Intervals</h2><table id='intervals'><tr><th>row</th>"
+                          + "".join(f"<th>{e(c)}</th>" for c in shown) + "</tr>"
+                          + "".join(f"<tr><td>{e(v.label)}</td>"
+                                    + "".join(f"<td>{e(_interval_cell(v, c))}</td>" for c in shown)
+                                    + "</tr>" for v in views) + "</table>")
     if comps:
         comp_rows = "".join(
-            f"<tr><td>{e(c['a'])}</td><td>{e(c['b'])}</td><td>{c['tasks']}</td>"
-            f"<td>{c['diff']:+.3f}</td><td>[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]</td>"
-            f"<td>{_p(c['p_bootstrap'])}</td><td>{c['only_a']} / {c['only_b']}</td>"
-            f"<td>{c['p_mcnemar']:.3g}</td><td>"
-            f"{'significant' if c['significant'] else 'not significant (noise)'}</td></tr>"
-            for c in comps)
-        comp_html = ("<table id='comparisons'><tr><th>A</th><th>B</th><th>tasks</th>"
-                     "<th>A - B</th><th>95% CI</th><th>p (bootstrap)</th>"
-                     "<th>only A / only B</th><th>p (McNemar)</th><th>difference</th></tr>"
+            f"<tr><td>{e(c['column'])}</td><td>{e(c['a'])}</td><td>{e(c['b'])}</td>"
+            f"<td>{c['tasks']}</td><td>{c['diff']:+.4g}</td>"
+            f"<td>[{c['ci'][0]:+.4g}, {c['ci'][1]:+.4g}]</td><td>{_p(c['p_bootstrap'])}</td>"
+            f"<td>{e(_test_text(c))}</td><td>{c['p']:.3g}</td><td>{c['p_adjusted']:.3g}</td>"
+            f"<td>{_verdict(c)}</td></tr>" for c in comps)
+        comp_html = ("<table id='comparisons'><tr><th>column</th><th>A</th><th>B</th>"
+                     "<th>tasks</th><th>A - B</th><th>95% CI</th><th>p (bootstrap)</th>"
+                     "<th>test</th><th>p (test)</th><th>p (Holm)</th><th>difference</th></tr>"
                      + comp_rows + "</table>")
+        comp_html += ("<p>Smallest difference a paired test over these tasks detects (80% "
+                      "power, 5% two-sided); for a pass/fail column, the floor the exact "
+                      "McNemar test sets:</p><table id='detectable'><tr><th>column</th>"
+                      "<th>tasks</th><th>detectable (80% power)</th><th>floor (pass/fail)</th>"
+                      "</tr>" + "".join(f"<tr><td>{e(c)}</td><td>{n}</td><td>{mde}</td>"
+                                        f"<td>{floor}</td></tr>"
+                                        for c, n, mde, floor in _detectable_rows(comps))
+                      + "</table>")
     else:
-        comp_html = "<p>No two test cases have per-task results over the same tasks.</p>"
+        comp_html = "<p>No two test cases have per-task values over the same tasks.</p>"
     notes = _error_notes(views)
     errors_html = ("<p>Metric errors (cells marked <code>error</code>):</p><ul id='metric-errors'>"
                    + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>") if notes else ""
@@ -308,8 +510,8 @@ machine {e(str(mach['cpu']))}, {mach['cpu_count']} CPUs, {mach['memory_mb']} MB,
 {e(mach['project'])} {e(mach['version'])}. Full details in <code>manifest.json</code>.</p>
 <table id="leaderboard"><tr>{head}</tr>{body}</table>
 {errors_html}
-<p>Intervals: percentile bootstrap over tasks (2000 resamples) of the per-task pass rate; n/a
-where the metric has no per-task results.</p>
+<p>{e(UNCERTAINTY_NOTE)}</p>
+{intervals_html}
 <h2>Paired comparisons</h2>{comp_html}
 <h2>Figures</h2>{imgs}
 </body></html>
@@ -332,7 +534,10 @@ def write_report(job_dir: Path, rank_csv: Path, metric: str, modules: Sequence[s
     all_rows = read_rows(all_csv) if all_csv is not None and all_csv.exists() else rows
     every = build_views(all_rows, metric, modules, job_dir) if all_rows is not rows else views
     columns = [c for c in (rows[0] if rows else {}) if c != "url"]
-    comps = comparisons(every)
+    comps = comparisons(every, metric)
+    mark_distinguishable(every, comps, metric)
+    if every is not views:
+        mark_distinguishable(views, comps, metric)
     pngs = figures(every, metric)
     out = job_dir / REPORT_DIR
     out.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,7 @@ from core.common.errors import ConfigError, IanvsError, RegistryError, suggest
 from core.common.plugin_loader import load_plugin
 from core.common.signatures import keyword_parameters
 from core.testcasecontroller.metrics.builtin import BUILTINS, SYSTEM_METRICS
+from core.testcasecontroller.metrics.per_task import PerTaskValues
 from core.testenvmanager.testenv.testenv import MetricSpec
 
 
@@ -44,6 +45,9 @@ class MetricContext:
             against it (None outside a job).
         code_hooks: the functions the job trusts as record hooks (testenv ``code_hooks:``);
             the project's own hooks are always allowed, nothing else.
+        per_task: where a metric records the per-task values of the columns it averages
+            (:mod:`.per_task`); the test case writes them beside its results for the
+            report's intervals and paired tests.
     """
 
     records: Callable[[], Iterator[dict[str, Any]]]
@@ -53,6 +57,7 @@ class MetricContext:
     show_progress: bool = True
     config_dir: Path | None = None
     code_hooks: tuple[str, ...] = ()
+    per_task: PerTaskValues = field(default_factory=PerTaskValues)
 
 
 def resolve_metric(spec: MetricSpec) -> Callable[..., Any]:
