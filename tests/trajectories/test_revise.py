@@ -61,7 +61,8 @@ def test_scores(tasks) -> None:
     assert changed_lines({"a.py": "x = 1\ny = 2\n"}, {"a.py": "x = 1\ny = 3\n"}) == "-y = 2\n+y = 3"
 
 
-SHIPPED = {"eli5_revise.jsonl": 343, "toolz_revise.jsonl": 383, "revise_subset.jsonl": 3}
+#: sizes after the leak check dropped 3 ELI5 and 1 toolz revisions already in their previous diff
+SHIPPED = {"eli5_revise.jsonl": 340, "toolz_revise.jsonl": 382, "revise_subset.jsonl": 3}
 
 
 def test_shipped_sets_gold() -> None:

@@ -14,6 +14,12 @@ lines verbatim, dedented), ``annotations`` the stripped texts at the lines they 
 
 When more functions qualify than ``limit``, an evenly spaced selection over the sorted ids is
 kept (every module has a chance; the result does not depend on the file system's order).
+
+Then the leak check (:mod:`core.scenarios.leak_views`): a record whose annotations (the
+reference) are, or nearly are, in what the model sees -- the description or the stripped code,
+e.g. a docstring repeated as a string literal -- is dropped, after the selection (so a rebuild
+keeps the same selection; a limited build may return fewer records). The count per reason is
+logged (this builder writes no report file).
 """
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.scenarios.leak_views import screen_all, tally
 from core.scenarios.comment.annotate import (code_fingerprint, extract_annotations,
                                              render_annotations, strip_comments)
 from core.scenarios.sources import opened_source
@@ -131,6 +138,8 @@ def build_comment_records(source: Path, opts: CommentBuildOptions) -> list[dict[
     if opts.limit is not None and len(found) > opts.limit:
         step = len(found) / opts.limit
         found = [found[int(i * step)] for i in range(opts.limit)]
+    found, leaks = screen_all("comment", found, where=str(source))
+    logger.info("leak check: %s", tally(leaks))
     return found
 
 

@@ -11,8 +11,16 @@ kept or dropped with the first reason that applies, counted in the report:
 ``diff_too_large``  the diff is longer than ``--max-diff-bytes`` (a prompt budget)
 ``binary_only``     no text line changed (binary files, pure renames, mode changes)
 ``short_message``   the message has fewer than ``--min-words`` words (``fix``, ``wip``, ...)
+``leak_dropped``    the message (or a near copy) is in the diff or the context, so the prompt
+                    shows the answer (:mod:`core.scenarios.leak_views`)
 ``kept``            a task
 =================== ==========================================================================
+
+The leak check runs on every task before ``--limit``: a pull-request title that equals or nearly
+copies the message's subject (or holds it) is *masked* (``pull_request_title`` set to ``""``; the
+diff is the task, the title only a hint), a message found in the diff or the context drops the
+step. The report's ``leaks`` block counts both per reason (``masked``, ``dropped``,
+``by_reason``); every masked or dropped task is logged with its id.
 
 ``--limit N`` then keeps N tasks evenly spaced over the kept ones in commit order (counted as
 ``over_limit``). ``context`` is the outline (class and function header lines, with their line
@@ -26,6 +34,7 @@ import argparse
 import ast
 import hashlib
 import json
+import logging
 import shutil
 import sys
 import tempfile
@@ -35,12 +44,15 @@ from pathlib import Path
 from typing import Any
 
 from core.common.jsonl import iter_jsonl
+from core.scenarios.leak_views import screen_all, tally
 from core.scenarios.trajectories.git import GitRepo, open_repo
 from core.scenarios.trajectories.periods import commit_time, in_window
 from core.common import pyast
 
 __all__ = ["CommitTaskOptions", "build_commit_tasks", "outline", "add_arguments", "run",
            "DROP_REASONS"]
+
+LOG = logging.getLogger(__name__)
 
 DROP_REASONS = ("merge", "outside_window", "diff_truncated", "diff_too_large", "binary_only",
                 "short_message")
@@ -126,7 +138,7 @@ def task_of(step: dict[str, Any], context: str) -> dict[str, Any]:
 
 
 def build_commit_tasks(opts: CommitTaskOptions) -> dict[str, Any]:
-    """Write the tasks; return the report (counts per reason, options, provenance)."""
+    """Write the tasks; return the report (counts per reason, leaks, options, provenance)."""
     counts: Counter[str] = Counter()
     kept: list[dict[str, Any]] = []
     for _line, step in iter_jsonl(opts.steps, "steps file"):
@@ -134,23 +146,31 @@ def build_commit_tasks(opts: CommitTaskOptions) -> dict[str, Any]:
         counts[reason] += 1
         if reason == "kept":
             kept.append(step)
-    if opts.limit is not None and len(kept) > opts.limit:
-        stride = len(kept) / opts.limit
-        chosen = [kept[int(i * stride)] for i in range(opts.limit)]
-        counts["over_limit"] = len(kept) - len(chosen)
-        kept = chosen
     workdir = Path(tempfile.mkdtemp(prefix="ianvs-commit-tasks-"))
     try:
         repo = open_repo(opts.repo, workdir)[0] if opts.repo else None
         records = [task_of(step, _context(repo, step, opts.context_chars)) for step in kept]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    records, leaks = screen_all("commit_message", records, where=opts.steps.name)
+    counts["leak_dropped"] = counts["kept"] - len(records)
+    counts["kept"] = len(records)
+    if opts.limit is not None and len(records) > opts.limit:
+        stride = len(records) / opts.limit
+        chosen = [records[int(i * stride)] for i in range(opts.limit)]
+        counts["over_limit"] = len(records) - len(chosen)
+        records = chosen
+    leak_report = tally(leaks)
+    LOG.info("leak check: %d masked, %d dropped %s", leak_report["masked"],
+             leak_report["dropped"], leak_report["by_reason"])
     opts.output.parent.mkdir(parents=True, exist_ok=True)
     tmp = opts.output.with_name(f".{opts.output.name}.tmp")
     tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     tmp.replace(opts.output)
     report = {"builder": "ianvs dataset commit-messages", "tasks": len(records),
-              "counts": {r: counts.get(r, 0) for r in (*DROP_REASONS, "kept", "over_limit")},
+              "counts": {r: counts.get(r, 0)
+                         for r in (*DROP_REASONS, "leak_dropped", "kept", "over_limit")},
+              "leaks": leak_report,
               "steps_file": opts.steps.name,
               "steps_sha256": hashlib.sha256(opts.steps.read_bytes()).hexdigest(),
               "options": {"max_diff_bytes": opts.max_diff_bytes, "min_words": opts.min_words,

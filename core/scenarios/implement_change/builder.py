@@ -18,7 +18,12 @@ repo kind's :func:`~core.scenarios.repo.env.ensure_env` creates and caches it).
    empty (``no_fail_to_pass`` otherwise; ``no_pass_at_commit`` when no touched test passes at
    the commit: it fails, errors or is skipped in the pinned environment -- code older than the
    pins, or tests of an optional dependency the environment lacks; ``edits_test_side`` when the
-   commit's own change writes what no reply may write, :func:`.paths.gold_refusals`).
+   commit's own change writes what no reply may write, :func:`.paths.gold_refusals`;
+   ``leak_dropped`` when the leak check, :mod:`core.scenarios.leak_views`, finds the answer in
+   what the model is shown: the change's new code lines -- lines of ``reference_files`` that no
+   shown file has -- already in the message or the pull-request title, or a change that leaves
+   every shown file as it is. The before-files themselves are the task, not a leak). The
+   report's ``leaks`` block counts masked and dropped tasks per reason.
 3. **Output.** One task record per kept candidate (docs/proposals/scenarios/smart_coding/
    trajectories.md), and per task its root as a deterministic ``.tar.gz`` in ``--sources-dir``
    (the job reads it: ``repo.source``; checked against ``repo.content_hash``). The report
@@ -46,6 +51,7 @@ from typing import Any
 from core.common.jsonl import iter_jsonl
 from core.common.progress import progress_bar
 from core.scenarios.implement_change.paths import gold_refusals
+from core.scenarios.leak_views import screen, tally
 from core.scenarios.repo.env import ensure_env
 from core.scenarios.repo.source import content_hash
 from core.scenarios.repo.testrun import run_tests
@@ -59,7 +65,7 @@ LOG = logging.getLogger(__name__)
 
 STEP_REASONS = ("merge", "root_commit", "outside_window", "diff_truncated", "no_tests_touched", "no_code_change",
                 "change_too_large", "context_too_large")
-VALIDATION_REASONS = ("no_pass_at_commit", "no_fail_to_pass", "edits_test_side", "kept")
+VALIDATION_REASONS = ("no_pass_at_commit", "no_fail_to_pass", "edits_test_side", "leak_dropped", "kept")
 
 
 @dataclass
@@ -178,6 +184,7 @@ def _task(step: dict[str, Any], repo: GitRepo, opts: ImplementOptions, name: str
 def build_implement_tasks(opts: ImplementOptions) -> dict[str, Any]:
     """Write the tasks and their source archives; return the report (module docstring)."""
     counts: Counter[str] = Counter()
+    leaks: Counter[str] = Counter()
     env = ensure_env(opts.requirements, existing=opts.env)
     workdir = Path(tempfile.mkdtemp(prefix="ianvs-implement-"))
     tasks: list[dict[str, Any]] = []
@@ -199,7 +206,7 @@ def build_implement_tasks(opts: ImplementOptions) -> dict[str, Any]:
                     counts["over_limit"] += 1
                     bar.update(1)
                     continue
-                outcome, task = _validate(step, repo, env, opts, workdir)
+                outcome, task = _validate(step, repo, env, opts, workdir, leaks)
                 LOG.info("%s (%s): %s", step["id"], step["committed_at"][:10], outcome)
                 counts[outcome] += 1
                 if task is not None:
@@ -213,6 +220,7 @@ def build_implement_tasks(opts: ImplementOptions) -> dict[str, Any]:
     report = {"builder": "ianvs dataset implement-change", "tasks": len(tasks),
               "counts": {k: counts.get(k, 0) for k in (*STEP_REASONS, "candidates", "not_validated",
                                                        "over_limit", *VALIDATION_REASONS)},
+              "leaks": tally(leaks),
               "steps_file": opts.steps.name,
               "steps_sha256": hashlib.sha256(opts.steps.read_bytes()).hexdigest(),
               "env": {"requirements": sorted(opts.requirements), "pins": env.pins},
@@ -243,7 +251,7 @@ def export_roots(repo: GitRepo, step: dict[str, Any], task_root: Path, at_commit
 
 
 def _validate(step: dict[str, Any], repo: GitRepo, env: Any, opts: ImplementOptions,
-              workdir: Path) -> tuple[str, dict[str, Any] | None]:
+              workdir: Path, leaks: Counter[str]) -> tuple[str, dict[str, Any] | None]:
     name = f"{step['repo']['name']}-{step['commit'][:12]}"
     base = workdir / name
     try:
@@ -265,6 +273,13 @@ def _validate(step: dict[str, Any], repo: GitRepo, env: Any, opts: ImplementOpti
         archive = f"{name}.tar.gz"
         task = _task(step, repo, opts, step["repo"]["name"], content_hash(task_root), archive, f2p, p2p,
                      env.pins)
+        screened = screen("implement_change", task)
+        leaks[screened.key] += 1
+        if screened.record is None:
+            assert screened.finding is not None
+            LOG.info("%s: the prompt shows the answer: %s", step["id"], screened.finding.describe())
+            return "leak_dropped", None
+        task = screened.record
         refused = gold_refusals(task, task_root)
         if refused:
             LOG.info("%s: its change edits the test side: %s", step["id"], refused[0])

@@ -17,6 +17,11 @@ Two sources:
   :data:`MIN_ANSWER_CHARS` characters (bare cross-references such as "See X.") are skipped.
 
 Every record carries ``metadata.source`` (where it came from) and ``metadata.license``.
+
+Every record then passes the leak check (:mod:`core.scenarios.leak_views`): one whose answer
+(any ``answer_N``, since metrics take the best match) is, or nearly is, its question or body --
+an issue whose body already quotes the fix, an FAQ answer that only restates its heading -- is
+dropped; the count per reason is logged (this builder writes no report file).
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import DatasetError
+from core.scenarios.leak_views import screen_all, tally
 from core.scenarios.sources import opened_source
 
 logger = logging.getLogger(__name__)
@@ -165,7 +171,12 @@ def records_from_faq(source: Path, license: str, source_name: str = "",
 
 def build_issue_records(source: Path, license: str = "unknown",
                         source_name: str = "") -> list[dict[str, Any]]:
-    """Dispatch on the input: a ``.json`` export, else FAQ documents."""
+    """Dispatch on the input: a ``.json`` export, else FAQ documents; leaking records dropped
+    (module docstring)."""
     if source.suffix == ".json":
-        return records_from_github_export(source, license)
-    return records_from_faq(source, license, source_name)
+        records = records_from_github_export(source, license)
+    else:
+        records = records_from_faq(source, license, source_name)
+    kept, leaks = screen_all("issue", records, where=str(source))
+    logger.info("leak check: %s", tally(leaks))
+    return kept

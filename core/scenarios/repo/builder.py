@@ -17,8 +17,13 @@ Steps (each bounded so a build on a shared machine stays predictable; each logs 
    body (docstring kept) and run only its covering tests (at most ``max_covering``, with a
    timeout); keep the task iff at least one fails (FAIL_TO_PASS). A sample of covering tests that
    still pass is recorded as PASS_TO_PASS;
+   A kept task whose reference body is already in what its prompt shows (the context's last
+   ``PROMPT_CONTEXT_CHARS`` characters and the header: a duplicate or copy-paste sibling
+   function) is dropped by the leak check (:mod:`core.scenarios.leak_views`; counted as
+   ``dropped.answer_in_prompt`` and per reason under ``leaks``);
 5. optionally (``opts.authoring``) let a model write problem statements and extra tests, kept
-   only when validated (:mod:`.authoring`);
+   only when validated (:mod:`.authoring`); a written problem that shows the body is masked
+   (the leak check again);
 6. write one JSON record per task (see :func:`task_record`). A build that keeps no task is a
    :class:`BuildError` too (counts and reasons in the message), never an empty file and exit 0.
 
@@ -43,6 +48,7 @@ import os
 import re
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
@@ -51,6 +57,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from core.common.errors import IanvsError
 from core.common.jsonl import open_append
+from core.scenarios.leak_views import screen_all, tally
 from core.scenarios.repo.authoring import AuthoringOptions, author
 from core.scenarios.repo.coverage_map import measure
 from core.scenarios.repo.env import TEST_TOOLS, RepoEnv, ensure_env
@@ -139,6 +146,9 @@ class BuildReport:
     dropped_no_failure: int = 0
     dropped_max_tasks: int = 0
     dropped_sandbox: int = 0
+    dropped_leak: int = 0
+    #: leak-check counts per ``leak_masked:`` / ``leak_dropped:`` reason (:mod:`core.scenarios.leak_views`)
+    leaks: Counter[str] = field(default_factory=Counter)
     sandbox_tests_dropped: int = 0
     not_covered: int = 0
     unparsable_files: int = 0
@@ -158,7 +168,9 @@ class BuildReport:
             "dropped": {"not_covered_by_a_passing_test": self.not_covered,
                         "blank_still_passes": self.dropped_no_failure,
                         "reference_fails_in_sandbox": self.dropped_sandbox,
+                        "answer_in_prompt": self.dropped_leak,
                         "over_max_tasks": self.dropped_max_tasks},
+            "leaks": tally(self.leaks),
             "tests_left_out_in_sandbox": self.sandbox_tests_dropped,
             "dropped_blank_still_passes": self.dropped_no_failure,
             "unparsable_files": self.unparsable_files, "resumed_checks": self.resumed,
@@ -611,6 +623,10 @@ def _build(opts: BuildOptions, report: BuildReport, started: float, work: Path, 
             candidates = [rec for rec in (results[_key(*j[:3])] for j in chunk) if rec is not None]
             report.blanked += len(chunk)
             report.dropped_no_failure += len(chunk) - len(candidates)
+            screened, leaks = screen_all("repo", candidates, where=src.name)
+            report.dropped_leak += len(candidates) - len(screened)
+            report.leaks.update({k: n for k, n in leaks.items() if k != "clean"})
+            candidates = screened
             if opts.sandbox_check and candidates:
                 candidates = _sandbox_check(candidates, src, env, pg, opts, report)
             records += candidates
@@ -643,6 +659,11 @@ def _build(opts: BuildOptions, report: BuildReport, started: float, work: Path, 
                                   "the covering tests do not check results; raise --max-covering"))
     if opts.authoring is not None:  # model-written problems/tests, validated (authoring.py)
         report.authoring = author(records, src.root, env, opts.authoring).as_dict()
+        authored, leaks = screen_all("repo", records, where=f"{src.name} (model-written problems)")
+        report.dropped_leak += len(records) - len(authored)
+        report.leaks.update({k: n for k, n in leaks.items() if k != "clean"})
+        records = authored
+        report.kept = len(records)
     opts.output.parent.mkdir(parents=True, exist_ok=True)
     partial = opts.output.with_name(opts.output.name + ".tmp")
     with open(partial, "w") as fh:

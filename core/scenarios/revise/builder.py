@@ -47,6 +47,15 @@ code). A test-graded task's root is archived to ``--sources-dir``; its ``files``
 ``reference_files`` leave out the step's test files (they are in the root and are the grader's:
 ``test_files``). Without ``--grade-tests`` every task is ``similarity`` (``not_validated``).
 
+**Leak check** (:mod:`core.scenarios.leak_views`), on each final record (after grading, so on
+what the model is shown): a revision whose new code lines -- lines of ``reference_files`` that
+no shown file has -- are already in the free text the model sees (the previous step's diff, its
+message, the review comments, the next commit's message) drops the task, as does a revision that
+leaves every shown file as it is (``unchanged``); a pull-request title that nearly copies them is
+masked instead. Dropped tasks are counted as ``leak_dropped`` (taken out of ``kept``; a limited
+build may return fewer than ``--limit``), and the report's ``leaks`` block has the masked and
+dropped counts per reason; each is logged with its id.
+
 The report is written next to the output (``<output>.build.json``).
 """
 from __future__ import annotations
@@ -68,6 +77,7 @@ from core.common.jsonl import iter_jsonl
 from core.common.progress import progress_bar
 from core.scenarios.implement_change.builder import export_roots, write_archive
 from core.scenarios.implement_change.paths import gold_refusals
+from core.scenarios.leak_views import screen_all, tally
 from core.scenarios.repo.env import RepoEnv, ensure_env
 from core.scenarios.repo.source import content_hash
 from core.scenarios.repo.testrun import run_tests
@@ -282,12 +292,20 @@ def build_revise_tasks(opts: ReviseOptions) -> dict[str, Any]:
                 bar.update(1)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    screened, leaks = screen_all("revise", tasks, where=opts.steps.name)
+    counts["leak_dropped"] = len(tasks) - len(screened)
+    counts["kept"] -= counts["leak_dropped"]
+    tasks = screened
+    leak_report = tally(leaks)
+    LOG.info("leak check: %d masked, %d dropped %s", leak_report["masked"], leak_report["dropped"],
+             leak_report["by_reason"])
     for task in tasks:
         grading[task["metadata"]["grading_reason"]] += 1
     opts.output.parent.mkdir(parents=True, exist_ok=True)
     opts.output.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in tasks), encoding="utf-8")
     report = {"builder": "ianvs dataset revise", "tasks": len(tasks),
-              "counts": {r: counts.get(r, 0) for r in (*REASONS, "kept", "over_limit")},
+              "counts": {r: counts.get(r, 0) for r in (*REASONS, "leak_dropped", "kept", "over_limit")},
+              "leaks": leak_report,
               "with_feedback": sum(1 for t in tasks if t["feedback"]),
               "grading": {"tests": sum(t["grading"] == "tests" for t in tasks),
                           "similarity": sum(t["grading"] == "similarity" for t in tasks),

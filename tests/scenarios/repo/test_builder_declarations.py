@@ -169,7 +169,9 @@ def test_src_layout_counts_and_import_roots(tmp_path: Path, repo_env: RepoEnv) -
     assert report["skipped"] == 1 and report["functions"] == 2 and report["covered"] == 1
     assert report["blanked"] == 1 and report["kept"] == 1
     assert report["dropped"] == {"not_covered_by_a_passing_test": 1, "blank_still_passes": 0,
-                                 "reference_fails_in_sandbox": 0, "over_max_tasks": 0}
+                                 "reference_fails_in_sandbox": 0, "answer_in_prompt": 0,
+                                 "over_max_tasks": 0}
+    assert report["leaks"] == {"masked": 0, "dropped": 0, "by_reason": {}}
     task = json.loads(out.read_text())
     assert task["file"] == "src/tinypkg/core.py" and task["env"]["import_roots"] == ["src"]
 
