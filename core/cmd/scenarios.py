@@ -9,7 +9,8 @@
 * ``ianvs dataset revise --steps steps.jsonl --repo <bundle> -o tasks.jsonl``: revise-after-
   feedback tasks from multi-commit pull requests;
 * ``ianvs judge export -f job.yaml -o sheet/``: a finished run's answers as a rating sheet;
-* ``ianvs judge import -f job.yaml sheet/ratings.csv``: human ratings back into the run.
+* ``ianvs judge import -f job.yaml sheet/ratings.csv [--rater NAME]``: one rater's ratings
+  back into the run (other raters' ratings are kept).
 """
 from __future__ import annotations
 
@@ -101,6 +102,9 @@ def judge_parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", help="read ratings back into the run's test cases")
     imp.add_argument("-f", "--benchmarking_config_file", required=True, type=Path)
     imp.add_argument("ratings", type=Path, help="the filled-in ratings CSV")
+    imp.add_argument("--rater", help="whose ratings these are (default: the sheet's 'rater' "
+                                     "column); another rater's ratings are kept, this rater's "
+                                     "earlier ones replaced")
     return parser
 
 
@@ -114,7 +118,8 @@ def run_judge(args: argparse.Namespace) -> int:
         print(f"wrote {count} items to {args.output / 'ratings.csv'} and "
               f"{args.output / 'index.html'}")
         return 0
-    done = import_ratings(job, args.ratings)
+    done = import_ratings(job, args.ratings, rater=args.rater)
     print(f"imported {done} ratings; run 'ianvs -f {args.benchmarking_config_file}' again to "
-          "put human_acc and judge_kappa on the leaderboard (nothing is regenerated)")
+          "put human_acc, the judge-human kappas (per case and pooled) and the agreement "
+          "between raters on the leaderboard (nothing is regenerated)")
     return 0

@@ -56,6 +56,21 @@ class PluginError(IanvsError):
     """A plugin file failed to import or a plugin call failed."""
 
 
+class MetricInvalid(RuntimeError):
+    """A metric that could not prove itself (e.g. a judge failing its control set): its score
+    columns are *invalid*, not scores, and the runner shows them so (``invalid`` cells, the
+    reason under the table) while keeping the test case's other metrics.
+
+    ``values`` are the columns the metric can still report truthfully -- the statistics of the
+    check it failed (say ``judge_valid: 0`` and the control AUC); every other column it declares
+    becomes NaN. Not an :class:`IanvsError`: it is a verdict on the metric, not a configuration
+    mistake, and must not fail the test case."""
+
+    def __init__(self, reason: str, values: dict[str, object] | None = None) -> None:
+        super().__init__(reason)
+        self.values = dict(values or {})
+
+
 def bad_utf8(data: bytes, exc: UnicodeDecodeError, first_line: int = 1) -> tuple[int, str]:
     """``(line, message)`` for ``exc``, raised decoding ``data`` as UTF-8: the 1-based line of
     the bad byte (``data`` starting on line ``first_line``) and what it is, e.g. ``not valid

@@ -1,17 +1,18 @@
-"""LLM-as-judge for the text-scored kinds: rubric scores and pairwise preferences.
+"""LLM-as-judge for the text-scored kinds: a control check, rubric scores and pairwise
+preferences.
 
-**Rubric** (a YAML file; defaults in ``core/scenarios/rubrics/<kind>.yaml``): ``scale: [low,
-high]``, ``accept_threshold``, ``dimensions`` (name -> what to grade; the Smart Coding
-proposal's functionality, reliability and interpretability) and the two prompt templates
-``score_prompt`` (fields ``{task} {reference} {answer} {low} {high} {dimensions} {format}``)
-and ``pairwise_prompt`` (``{task} {answer_a} {answer_b}``).
+**Rubric, prompts and strict parsing**: :mod:`core.scenarios.rubric` (re-exported here).
+Replies that fail parsing are counted in ``judge_parse_failures`` and left out of the means --
+never dropped silently, never scored as zero.
 
-**Strict parsing.** A score reply is accepted only if every dimension appears exactly once as a
-line ``<name>: <integer>`` with the integer on the scale (other lines are ignored; a missing,
-repeated or out-of-range dimension fails). A pairwise reply must be exactly ``A``, ``B`` or
-``TIE`` (case-insensitive, optionally ``Answer A``, a final period allowed). Replies that fail
-are counted in ``judge_parse_failures`` and left out of the means -- never dropped silently,
-never scored as zero.
+**Control check first** (:mod:`core.scenarios.judge_controls`): the judge grades the reference
+answers of up to ``control_tasks`` of the run's tasks against unrelated and broken answers. A
+judge that does not rank the references clearly above them raises :class:`JudgeInvalid`: the
+samples are not judged, the runner records the reason as the metric's error and every judge
+column of the test case is NaN (``error`` in the report), so its numbers are never shown as
+scores. A passing judge adds ``judge_valid`` (1), ``judge_control_auc`` and
+``judge_control_low`` to its columns. Details of either outcome: ``judge_controls.json`` in
+the test case folder.
 
 **Pairwise** compares the sample with the record's reference answer twice, the sample as A
 then as B. Each parsed verdict gives the sample 1 (preferred), 0.5 (TIE) or 0;
@@ -20,119 +21,38 @@ bias), the pair counts in ``judge_order_disagreements``.
 
 **Caching.** Judge calls go through the generation cache (``judge_generations.jsonl`` in the
 test case folder, keyed by judge model, prompt and decoding), so a killed run resumes and a
-re-score costs no judge time. Per-sample verdicts are written to ``judge_items.jsonl`` (read by
-``ianvs judge export`` and the human agreement metric).
+re-score costs no judge time; control calls are keyed independently of the test case, and test
+cases run by one process share them. Per-sample verdicts are written to ``judge_items.jsonl``
+(read by ``ianvs judge export`` and the human agreement metric; removed when the judge fails its
+controls).
 """
 from __future__ import annotations
 
 import json
-import re
+import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.common.errors import ConfigError, IanvsError
-from core.common.yaml_loader import load_yaml
 from core.generation import create_generator
-from core.generation.cache_key import GenerationCache, cached_generate
-from core.generation.types import DecodingSettings, GenerationRequest
+from core.generation.cache_key import GenerationCache, cached_generate, sample_key
+from core.generation.types import DecodingSettings, Generation, GenerationRequest
 from core.scenarios.base import TaskKind
-from core.scenarios.scoring import ScoredSample, iter_samples, mean
+from core.scenarios.judge_controls import (CONTROL_FILE, DEFAULT_CONTROL_TASKS, DEFAULT_MIN_LOW,
+                                           MIN_CONTROL_TASKS, JudgeInvalid, build_controls,
+                                           control_requests, evaluate_controls)
+from core.scenarios.rubric import (RUBRIC_DIR, Rubric, load_rubric, pairwise_messages,
+                                   parse_preference, parse_scores, score_messages)
+from core.scenarios.scoring import ScoredSample, iter_samples, mean, record_per_task
 
-RUBRIC_DIR = Path(__file__).parent / "rubrics"
+__all__ = ["JUDGE_CACHE", "JUDGE_ITEMS", "RUBRIC_DIR", "JudgeInvalid", "Rubric", "judge_columns",
+           "load_rubric", "make_judge_metric", "pairwise_messages", "parse_preference",
+           "parse_scores", "run_judge", "score_messages"]
+
 JUDGE_CACHE = "judge_generations.jsonl"
 JUDGE_ITEMS = "judge_items.jsonl"
-_PREF = re.compile(r"^\s*\**\s*(?:answer\s+)?(A|B|TIE)\s*\**\s*\.?\s*$", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Rubric:
-    """A parsed rubric file (see the module docstring)."""
-
-    low: int
-    high: int
-    accept_threshold: float
-    dimensions: dict[str, str]
-    score_prompt: str
-    pairwise_prompt: str
-    source: str = ""
-
-
-def load_rubric(path: str | Path) -> Rubric:
-    """Read (with :func:`core.common.yaml_loader.load_yaml`, the loader of every YAML file:
-    ``.yaml``/``.yml``, bounded aliases) and check a rubric YAML file.
-
-    Raises:
-        ConfigError: naming the file (and line) and the key that is missing or wrong.
-    """
-    file = Path(path)
-    data = load_yaml(file)
-    if not isinstance(data, Mapping):
-        raise ConfigError("a rubric must be a mapping", source=file)
-    scale = data.get("scale")
-    if (not isinstance(scale, list) or len(scale) != 2 or not all(isinstance(v, int) for v in scale)
-            or scale[0] >= scale[1]):
-        raise ConfigError("'scale' must be [low, high] integers with low < high", source=file)
-    dims = data.get("dimensions")
-    if not isinstance(dims, Mapping) or not dims or not all(
-            isinstance(k, str) and re.fullmatch(r"[a-z_]+", k) and isinstance(v, str)
-            for k, v in dims.items()):
-        raise ConfigError("'dimensions' must map lower-case names to descriptions", source=file)
-    threshold = data.get("accept_threshold")
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-        raise ConfigError("'accept_threshold' must be a number", source=file)
-    prompts = {}
-    for key, fields in (("score_prompt", ("{task}", "{answer}", "{format}")),
-                        ("pairwise_prompt", ("{task}", "{answer_a}", "{answer_b}"))):
-        text = data.get(key)
-        if not isinstance(text, str) or any(f not in text for f in fields):
-            raise ConfigError(f"{key!r} must be a template using {', '.join(fields)}",
-                              source=file)
-        prompts[key] = text
-    return Rubric(scale[0], scale[1], float(threshold), dict(dims), prompts["score_prompt"],
-                  prompts["pairwise_prompt"], str(file))
-
-
-def parse_scores(text: str, rubric: Rubric) -> dict[str, int] | None:
-    """Dimension -> score from a judge reply, or None if it breaks the format (see module)."""
-    found: dict[str, list[str]] = {name: [] for name in rubric.dimensions}
-    for line in text.splitlines():
-        m = re.fullmatch(r"\s*[*_`]*\s*([A-Za-z_]+)\s*[*_`]*\s*:\s*[*_`]*\s*(-?\d+)\s*[*_`]*"
-                         r"(?:\s*/\s*\d+)?\s*", line)
-        if m and m.group(1).lower() in found:
-            found[m.group(1).lower()].append(m.group(2))
-    scores = {}
-    for name, values in found.items():
-        if len(values) != 1:
-            return None
-        value = int(values[0])
-        if not rubric.low <= value <= rubric.high:
-            return None
-        scores[name] = value
-    return scores
-
-
-def parse_preference(text: str) -> str | None:
-    """``"A"``, ``"B"`` or ``"TIE"`` from a pairwise reply; None if it is anything else."""
-    m = _PREF.match(text.strip())
-    return m.group(1).upper() if m else None
-
-
-def score_messages(rubric: Rubric, view: Mapping[str, str], answer: str) -> list[dict[str, str]]:
-    dims = "\n".join(f"- {name}: {desc}" for name, desc in rubric.dimensions.items())
-    fmt = "\n".join(f"{name}: <{rubric.low}-{rubric.high}>" for name in rubric.dimensions)
-    text = rubric.score_prompt.format(task=view["task"], reference=view["reference"],
-                                      answer=answer or "(empty answer)", low=rubric.low,
-                                      high=rubric.high, dimensions=dims, format=fmt)
-    return [{"role": "user", "content": text}]
-
-
-def pairwise_messages(rubric: Rubric, view: Mapping[str, str], a: str, b: str
-                      ) -> list[dict[str, str]]:
-    text = rubric.pairwise_prompt.format(task=view["task"], answer_a=a or "(empty answer)",
-                                         answer_b=b or "(empty answer)")
-    return [{"role": "user", "content": text}]
+LOGGER = logging.getLogger(__name__)
 
 
 def _win(pref: str | None, sample_is: str) -> float | None:
@@ -141,15 +61,95 @@ def _win(pref: str | None, sample_is: str) -> float | None:
     return 0.5 if pref == "TIE" else float(pref == sample_is)
 
 
+_CONTROL_MEMO: dict[str, Generation] = {}
+"""Control-check answers of this process by cache key: test cases of one job share a judge
+and a test set, so the second case copies the first one's control answers into its own cache
+instead of asking the judge again."""
+
+
+def _generate(judge: Any, requests: list[GenerationRequest], cache: GenerationCache,
+              replies: dict[str, str], memo: bool = False) -> int:
+    """Ask ``judge`` (through ``cache``; with ``memo``, also through :data:`_CONTROL_MEMO`)
+    and put the raw replies into ``replies``; returns the number of failed calls."""
+    if memo:
+        model = judge.describe()
+        known = [_CONTROL_MEMO[k] for k in (sample_key(model, r, 0) for r in requests)
+                 if k in _CONTROL_MEMO and cache.get(k) is None]
+        for _gen in cache.append(known):
+            pass
+    failed = 0
+    for gen in cached_generate(judge, requests, cache):
+        if gen.error is None:
+            replies[gen.task_id] = gen.raw_output
+            if memo and gen.key:
+                _CONTROL_MEMO[gen.key] = gen
+        else:
+            failed += 1
+    return failed
+
+
 def run_judge(kind: TaskKind, y_pred: Any, context: Any, generator: str = "embedded",
               generator_options: Mapping[str, Any] | None = None,
               rubric: str | None = None, pairwise: bool = True,
-              max_tokens: int = 48) -> dict[str, Any]:
-    """Judge every sample of a test case; returns the ``judge_*`` columns (module docstring)."""
+              max_tokens: int = 48, control_tasks: int = DEFAULT_CONTROL_TASKS,
+              control_min: float = DEFAULT_MIN_LOW) -> dict[str, Any]:
+    """Judge the control set, then (if the judge passed) every sample of a test case; returns
+    the ``judge_*`` columns (module docstring).
+
+    Raises:
+        JudgeInvalid: the judge failed its control check (the samples are not judged then;
+            ``judge_controls.json`` in the test case folder has the details).
+        ConfigError: bad settings (``control_tasks`` below the check's minimum, ``control_min``
+            outside 0..1, an unusable generator).
+    """
+    if isinstance(control_tasks, bool) or not isinstance(control_tasks, int) \
+            or control_tasks < MIN_CONTROL_TASKS:
+        raise ConfigError(f"llm_judge: 'control_tasks' must be an integer >= "
+                          f"{MIN_CONTROL_TASKS}, got {control_tasks!r}")
+    if isinstance(control_min, bool) or not isinstance(control_min, (int, float)) \
+            or not 0.0 <= control_min <= 1.0:
+        raise ConfigError(f"llm_judge: 'control_min' must be a number in 0..1, "
+                          f"got {control_min!r}")
     rub = load_rubric(Path(rubric) if rubric else RUBRIC_DIR / f"{kind.name}.yaml")
     errors: list[str] = []
     samples: list[ScoredSample] = list(iter_samples(kind, y_pred, context, errors))
     decoding = DecodingSettings(temperature=0.0, max_tokens=max_tokens)
+    controls = build_controls(kind, context.records(), control_tasks)
+    control_reqs = control_requests(rub, controls, decoding, pairwise)
+    requests = sample_requests(rub, kind, samples, decoding, pairwise)
+    workspace = Path(context.workspace)
+    replies: dict[str, str] = {}
+    try:
+        judge = create_generator(generator, **dict(generator_options or {}))
+    except TypeError as exc:
+        raise ConfigError(f"judge generator {generator!r}: {exc}") from exc
+    try:
+        cache = GenerationCache(workspace / JUDGE_CACHE)
+        failed_calls = _generate(judge, control_reqs, cache, replies, memo=True)
+        check = evaluate_controls(rub, controls, replies, pairwise, float(control_min))
+        if failed_calls:
+            check.reason += (f"; {failed_calls} control call(s) of the judge failed (counted "
+                             "against it; the next run asks again)")
+        (workspace / CONTROL_FILE).write_text(json.dumps(check.to_dict(), indent=1),
+                                              encoding="utf-8")
+        if not check.valid:
+            (workspace / JUDGE_ITEMS).unlink(missing_ok=True)  # no stale verdicts of a run before
+            raise JudgeInvalid(check.reason, {  # the runner logs it and marks the columns
+                "judge_valid": 0, "judge_control_auc": check.auc, "judge_control_low": check.low})
+        LOGGER.info("llm_judge (%s): %s", generator, check.reason)
+        failed_calls += _generate(judge, requests, cache, replies)
+    finally:
+        judge.close()
+    out: dict[str, Any] = {"judge_valid": 1, "judge_control_auc": check.auc,
+                           "judge_control_low": check.low}
+    out.update(_sample_columns(rub, samples, replies, pairwise, workspace, context))
+    out["judge_errors"] = failed_calls
+    return out
+
+
+def sample_requests(rub: Rubric, kind: TaskKind, samples: list[ScoredSample],
+                    decoding: DecodingSettings, pairwise: bool) -> list[GenerationRequest]:
+    """The rubric call of every sample and, with ``pairwise``, its two reference comparisons."""
     requests: list[GenerationRequest] = []
     for s in samples:
         view = kind.judge_view(s.record)
@@ -164,22 +164,15 @@ def run_judge(kind: TaskKind, y_pred: Any, context: Any, generator: str = "embed
             requests.append(GenerationRequest(
                 f"{base}/ba", "", mode="chat", decoding=decoding,
                 messages=tuple(pairwise_messages(rub, view, ref, s.answer))))
-    replies: dict[str, str] = {}
-    failed_calls = 0
-    if requests:
-        try:
-            judge = create_generator(generator, **dict(generator_options or {}))
-        except TypeError as exc:
-            raise ConfigError(f"judge generator {generator!r}: {exc}") from exc
-        try:
-            cache = GenerationCache(Path(context.workspace) / JUDGE_CACHE)
-            for gen in cached_generate(judge, requests, cache):
-                if gen.error is None:
-                    replies[gen.task_id] = gen.raw_output
-                else:
-                    failed_calls += 1
-        finally:
-            judge.close()
+    return requests
+
+
+def _sample_columns(rub: Rubric, samples: list[ScoredSample], replies: Mapping[str, str],
+                    pairwise: bool, workspace: Path, context: Any) -> dict[str, Any]:
+    """The score columns from the samples' replies; writes ``judge_items.jsonl`` and hands the
+    per-sample values of the rubric columns (means over parsed samples) to the test case's
+    per-task values (:func:`core.scenarios.scoring.record_per_task`). ``judge_win_rate``, a
+    mean over verdicts rather than samples, is not recorded."""
     items, parse_failures, disagreements = [], 0, 0
     for s in samples:
         base = f"{s.task_id}#{s.sample_index}"
@@ -202,9 +195,14 @@ def run_judge(kind: TaskKind, y_pred: Any, context: Any, generator: str = "embed
                 disagreements += winner_ab != winner_ba
             item.update(pairwise=[pa, pb], wins=wins)
         items.append(item)
-    Path(context.workspace, JUDGE_ITEMS).write_text(
+    Path(workspace, JUDGE_ITEMS).write_text(
         "".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
     parsed = [i for i in items if i["scores"] is not None]
+    rows = [{"task_id": i["task_id"], "judge_score": sum(i["scores"].values()) / len(i["scores"]),
+             "judge_accept_rate": float(i["accept"]),
+             **{f"judge_{d}": i["scores"][d] for d in rub.dimensions}} for i in parsed]
+    record_per_task(context, rows, ["judge_score", *(f"judge_{d}" for d in rub.dimensions),
+                                    "judge_accept_rate"])
     out: dict[str, Any] = {
         "judge_score": mean([sum(i["scores"].values()) / len(i["scores"]) for i in parsed], 3)}
     for name in rub.dimensions:
@@ -214,7 +212,6 @@ def run_judge(kind: TaskKind, y_pred: Any, context: Any, generator: str = "embed
         out["judge_win_rate"] = mean([w for i in items for w in i["wins"]])
         out["judge_order_disagreements"] = disagreements
     out["judge_parse_failures"] = parse_failures
-    out["judge_errors"] = failed_calls
     return out
 
 
@@ -226,7 +223,8 @@ def judge_columns(kind_name: str, pairwise: bool = True, rubric: str | None = No
 
     generator_parameters(generator)  # RegistryError (with suggestions) for an unknown name
     rub = load_rubric(Path(rubric) if rubric else RUBRIC_DIR / f"{kind_name}.yaml")
-    cols = ["judge_score", *(f"judge_{d}" for d in rub.dimensions), "judge_accept_rate"]
+    cols = ["judge_valid", "judge_control_auc", "judge_control_low", "judge_score",
+            *(f"judge_{d}" for d in rub.dimensions), "judge_accept_rate"]
     if pairwise:
         cols += ["judge_win_rate", "judge_order_disagreements"]
     return cols + ["judge_parse_failures", "judge_errors"]
@@ -234,25 +232,32 @@ def judge_columns(kind_name: str, pairwise: bool = True, rubric: str | None = No
 
 def make_judge_metric(kind_name: str) -> Any:
     """The ``llm_judge`` metric of one kind (testenv keys: ``generator``,
-    ``generator_options``, ``rubric``, ``pairwise``, ``max_tokens``)."""
+    ``generator_options``, ``rubric``, ``pairwise``, ``max_tokens``, ``control_tasks``,
+    ``control_min``; see :func:`run_judge`)."""
 
     def llm_judge(y_true: Any, y_pred: Any, context: Any = None, generator: str = "embedded",
                   generator_options: Mapping[str, Any] | None = None,
                   rubric: str | None = None, pairwise: bool = True,
-                  max_tokens: int = 48) -> dict[str, Any]:
+                  max_tokens: int = 48, control_tasks: int = DEFAULT_CONTROL_TASKS,
+                  control_min: float = DEFAULT_MIN_LOW) -> dict[str, Any]:
         from core.scenarios import get_kind
 
         try:
             return run_judge(get_kind(kind_name), y_pred, context, generator,
-                             generator_options, rubric, pairwise, max_tokens)
+                             generator_options, rubric, pairwise, max_tokens, control_tasks,
+                             control_min)
         except IanvsError:
             raise
         except (ValueError, KeyError) as exc:
             raise ConfigError(f"llm_judge: {exc}") from exc
 
-    llm_judge.columns = (lambda generator="embedded", generator_options=None, rubric=None,  # type: ignore[attr-defined]
-                         pairwise=True, max_tokens=48: judge_columns(kind_name, pairwise, rubric,
-                                                                     generator))
+    def columns(generator: str = "embedded", generator_options: Any = None,
+                rubric: str | None = None, pairwise: bool = True, max_tokens: int = 48,
+                control_tasks: int = DEFAULT_CONTROL_TASKS,
+                control_min: float = DEFAULT_MIN_LOW) -> list[str]:
+        return judge_columns(kind_name, pairwise, rubric, generator)
+
+    llm_judge.columns = columns  # type: ignore[attr-defined]
     llm_judge.__qualname__ = f"llm_judge_{kind_name}"
     # one registry identity per kind, so two kinds' plugin files may both register llm_judge
     llm_judge.__module__ = f"{__name__}.{kind_name}"

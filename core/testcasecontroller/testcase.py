@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.class_factory import ClassFactory, ClassType
-from core.common.errors import IanvsError, PluginError
+from core.common.errors import IanvsError, MetricInvalid, PluginError
 from core.common.names import inside_workspace
 from core.common.plugin_loader import load_plugin
 from core.common.redact import redact, register_secrets, scrub, secret_values
@@ -323,12 +323,24 @@ def _metric_failed(case: TestCase, spec: Any, fn: Any, exc: Exception,
                    metrics: dict[str, Any]) -> dict[str, Any]:
     """Record a metric that raised: its columns become NaN in ``metrics`` (those another
     metric already produced are kept), one warning is logged; returns the ``case.json``
-    entry ``{"error": "Type: message", "columns": [...]}``."""
+    entry ``{"error": "Type: message", "columns": [...]}``. A :class:`MetricInvalid` (a
+    metric that failed its own check) keeps the values it carries, and its entry says
+    ``"invalid": true`` and lists only the columns left NaN: the report shows those as
+    ``invalid``, not as an error."""
+    kept = exc.values if isinstance(exc, MetricInvalid) else None
     text = scrub(f"{type(exc).__name__}: {exc}", case.secrets())
     try:
         columns = declared_columns(fn, spec)
     except Exception:  # noqa: BLE001 - the metric is already broken; fall back to its name
         columns = [spec.name]
+    if kept is not None:
+        metrics.update(kept)
+        columns = [c for c in columns if c not in kept]
+        for column in columns:
+            metrics.setdefault(column, math.nan)
+        logger.warning("testcase(id=%s) metric %r is invalid: %s (its column %s is not a score)",
+                       case.id, spec.name, text, ", ".join(repr(c) for c in columns))
+        return {"error": text, "columns": columns, "invalid": True}
     for column in columns:
         metrics.setdefault(column, math.nan)
     logger.warning("testcase(id=%s) metric %r failed: %s (its column %s is NaN)", case.id,

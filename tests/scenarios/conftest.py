@@ -47,8 +47,10 @@ def cut_test_index(root: Path, pick: Callable[[list[dict]], list[dict]], testenv
 
 @pytest.fixture
 def scenario_job(tmp_path: Path):
-    """``make(kind, generators=[...], test_index=None, judge=True)``: a copy of the example
-    job with the generator list, test set and judge settings replaced; returns its job YAML."""
+    """``make(kind, generators=[...], test_index=None, judge=None)``: a copy of the example
+    job with the generator list, test set and judge settings replaced (``judge``: the testenv
+    text of the judge's metric entry, ``""`` for none; put where the shipped entry is, or before
+    ``human_judgment`` where the example ships without a judge); returns its job YAML."""
 
     def make(kind: str, generators: list[str], test_index: str | Path | None = None,
              judge: str | None = None) -> Path:
@@ -66,10 +68,10 @@ def scenario_job(tmp_path: Path):
         if test_index is not None:
             old = next(l for l in text.splitlines() if l.strip().startswith("test_index:"))
             text = text.replace(old, f'    test_index: "{test_index}"')
-        if judge is not None:
-            start = text.index('    - name: "llm_judge"')
+        if judge is not None:  # replaces the shipped judge entry, or goes before human_judgment
             end = text.index('    - name: "human_judgment"')
-            text = text[:start] + judge + text[end:]
+            start = text.find('    - name: "llm_judge"')
+            text = text[:start if start >= 0 else end] + judge + text[end:]
         env.write_text(text)
         return root / "benchmarkingjob.yaml"
 

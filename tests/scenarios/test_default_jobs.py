@@ -6,7 +6,6 @@ measure, not an invariant of two records (see tests/trajectories/test_default_jo
 from __future__ import annotations
 
 import csv
-import math
 import shutil
 from pathlib import Path
 
@@ -57,7 +56,8 @@ def test_issue_default_job(tmp_path: Path) -> None:
         ref, _model, broken = _bracketed(rows, metric)
         assert ref == pytest.approx(100.0 if metric in ("chrf", "bleu") else 1.0, abs=1e-3)
     assert rows["embedded"]["scored_samples"] == str(RECORDS) and rows["embedded"]["empty_answers"] == "0"
-    for row in rows.values():   # the judge ran on every test case; failures are shown, not hidden
-        assert int(row["judge_parse_failures"]) >= 0 and row["judge_errors"] == "0"
-        score = float(row["judge_score"]) if row["judge_score"] else math.nan
-        assert math.isnan(score) or 1.0 <= score <= 5.0
+    # no offline judge passes its control check (judging.md): the job ships without one, and
+    # the human columns are there, empty until ratings are imported
+    for row in rows.values():
+        assert "judge_score" not in row and "judge_valid" not in row
+        assert row["human_rated"] == "0" and row["human_acc"] == ""

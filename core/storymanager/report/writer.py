@@ -44,6 +44,8 @@ logger = logging.getLogger(__name__)
 REPORT_DIR = "report"
 ERROR_CELL = "error"
 """Shown instead of the (NaN) value of a metric that raised."""
+INVALID_CELL = "invalid"
+"""Shown instead of the (NaN) value of a metric that failed its own check (``MetricInvalid``)."""
 HEATMAP_MAX_TASKS = 200
 ALPHA = 0.05
 
@@ -62,6 +64,8 @@ class CaseView:
     ci: tuple[float, float] | None = None
     errors: dict[str, str] = field(default_factory=dict)
     """metric -> exception text of the metrics that raised (their cells show ``error``)."""
+    invalid: dict[str, str] = field(default_factory=dict)
+    """metric -> why it is invalid (failed its own check; its cells show ``invalid``)."""
     per_try: dict[str, Any] = field(default_factory=dict)
     """Curves against the try number of a self-align test case (``selfalign_per_try.json``)."""
     values: dict[str, dict[str, tuple[float, int]]] = field(default_factory=dict)
@@ -121,9 +125,11 @@ def _metric_errors(case_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def _error_notes(views: Sequence[CaseView]) -> list[str]:
-    """One sentence per (test case, metric) that raised."""
+    """One sentence per (test case, metric) that raised or is invalid."""
     return [f"{v.label}: metric {name!r} raised {error}; its value is NaN (sorted last when ranking by it)"
-            for v in views for name, error in v.errors.items()]
+            for v in views for name, error in v.errors.items()] + \
+        [f"{v.label}: metric {name!r} is invalid, not a score: {why}"
+         for v in views for name, why in v.invalid.items()]
 
 
 def _label(row: Mapping[str, str], modules: Sequence[str]) -> str:
@@ -151,10 +157,11 @@ def build_views(rows: list[dict[str, str]], metric: str, modules: Sequence[str],
             except (OSError, ValueError, TypeError):
                 view.per_try = {}
         for name, entry in _metric_errors(case_dir).items():
-            view.errors[name] = str(entry.get("error", ""))
+            marked = bool(entry.get("invalid"))
+            (view.invalid if marked else view.errors)[name] = str(entry.get("error", ""))
             for column in entry.get("columns") or [name]:
                 if not view.row.get(str(column)):
-                    view.row[str(column)] = ERROR_CELL
+                    view.row[str(column)] = INVALID_CELL if marked else ERROR_CELL
         view.values, view.weighting = _column_values(case_dir, view.tasks, row)
         for column, per_task in view.values.items():
             cells = list(per_task.values())
@@ -414,7 +421,7 @@ def render_markdown(views: list[CaseView], columns: list[str], metric: str,
                      + f" | {_differs_text(v, views)} | {_ci_text(v)} |")
     notes = _error_notes(views)
     if notes:
-        lines += ["", "Metric errors (cells marked `error`):", ""]
+        lines += ["", "Metric errors and invalid metrics (cells marked `error` or `invalid`):", ""]
         lines += [f"- {cell(n)}" for n in notes]
     lines += ["", UNCERTAINTY_NOTE, ""]
     shown = _interval_columns(views, columns)
@@ -490,7 +497,8 @@ def render_html(views: list[CaseView], columns: list[str], metric: str,
     else:
         comp_html = "<p>No two test cases have per-task values over the same tasks.</p>"
     notes = _error_notes(views)
-    errors_html = ("<p>Metric errors (cells marked <code>error</code>):</p><ul id='metric-errors'>"
+    errors_html = ("<p>Metric errors and invalid metrics (cells marked <code>error</code> or "
+                   "<code>invalid</code>):</p><ul id='metric-errors'>"
                    + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>") if notes else ""
     imgs = "".join(f"<figure><img alt='{e(name)}' src='data:image/png;base64,"
                    f"{base64.b64encode(data).decode('ascii')}'><figcaption>{e(name)}"
