@@ -72,7 +72,8 @@ COLUMNS = {
 MAIN = {"codegen": "pass@1", "comment": "line_coverage", "issue": "rouge_l", "repo": "pass@1",
         "commit_message": "rouge_l", "implement_change": "pass@1", "revise": "score",
         "selfalign": "hidden_pass@1", "cloudedge": "pass@1"}
-LOADED = re.compile(r"embedded model .* loaded in ([\d.]+)s \((\d+) threads")
+LOADED = re.compile(r"embedded model .* loaded in ([\d.]+)s \((?:(\d+) instance\(s\) of )?"
+                    r"(\d+) thread")
 
 
 def _hog() -> None:  # pragma: no cover - a child process that only burns CPU
@@ -84,6 +85,26 @@ def testenv_of(job_file: Path) -> Path:
     """The testenv file a job file names (``testenv: "./testenv/..."``)."""
     match = re.search(r'(?m)^\s*testenv:\s*"([^"]*)"', job_file.read_text())
     return job_file.parent / (match.group(1) if match else "testenv/testenv.yaml")
+
+
+def embedded_only(root: Path, options: list[str]) -> None:
+    """Make the job copy in *root* run the embedded generator alone, with the hyperparameters
+    ``options`` (``KEY=VALUE``, the value as YAML) added: how a configuration other than the
+    default is timed (``--model-option n_threads=2``)."""
+    files = [p for p in (root / "testalgorithms").rglob("*.yaml")
+             if re.search(r"-\s*generator:\s*\n\s*values:", p.read_text())]
+    if not files:
+        raise SystemExit(f"no algorithm with a generator list under {root / 'testalgorithms'}")
+    for path in files:
+        text, n = re.subn(r"(-\s*generator:\s*\n(\s*)values:\s*)\[[^\]]*\]", r'\1["embedded"]',
+                          path.read_text())
+        indent = re.search(r"\n(\s*)-\s*generator:", text)
+        pad = indent.group(1) if indent else "        "
+        for option in options:
+            key, _, value = option.partition("=")
+            text = text.replace(f"{pad}- generator:", f"{pad}- {key}:\n{pad}    values: [{value}]\n"
+                                                      f"{pad}- generator:", 1)
+        path.write_text(text)
 
 
 def prepare(job: str, root: Path, data: str | None,
@@ -105,27 +126,41 @@ def prepare(job: str, root: Path, data: str | None,
     return root / job_name
 
 
-def run(job_file: Path, hogs: int) -> tuple[float, float, str]:
-    """(wall s, CPU s of ianvs and its children, stderr) of one ``ianvs -f`` run."""
+def run(job_file: Path, hogs: int, after_load: bool = False) -> tuple[float, float, str]:
+    """(wall s, CPU s of ianvs and its children, stderr) of one ``ianvs -f`` run, with
+    ``hogs`` busy processes beside it: from the start, or (``after_load``) from the moment
+    the embedded model has loaded (its log line), so the model cannot see them coming."""
     procs = [multiprocessing.Process(target=_hog, daemon=True) for _ in range(hogs)]
-    for proc in procs:
-        proc.start()
+    if not after_load:
+        for proc in procs:
+            proc.start()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
+    lines: list[str] = []
     try:
-        done = subprocess.run([sys.executable, "-m", "core.cmd.benchmarking", "-f", str(job_file),
-                               "--no-progress"], cwd=job_file.parent, capture_output=True,
-                              text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        child = subprocess.Popen([sys.executable, "-m", "core.cmd.benchmarking", "-f",
+                                  str(job_file), "--no-progress"], cwd=job_file.parent,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 env=dict(os.environ, PYTHONPATH=str(REPO)))
+        assert child.stderr is not None
+        for line in child.stderr:
+            lines.append(line)
+            if after_load and procs and procs[0].pid is None and LOADED.search(line):
+                for proc in procs:
+                    proc.start()
+        returncode = child.wait()
     finally:
         wall = time.perf_counter() - started
         for proc in procs:
-            proc.kill()
-            proc.join(5)
+            if proc.pid is not None:
+                proc.kill()
+                proc.join(5)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if done.returncode != 0:
-        raise SystemExit(f"ianvs failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return wall, cpu, done.stderr
+    stderr = "".join(lines)
+    if returncode != 0:
+        raise SystemExit(f"ianvs failed ({returncode}):\n{stderr[-3000:]}")
+    return wall, cpu, stderr
 
 
 def count_tasks(root: Path, job_name: str = "benchmarkingjob.yaml") -> int:
@@ -212,6 +247,11 @@ def main() -> int:
                         help="the example's job file to run (selfalign: benchmarkingjob_repo.yaml "
                              "for the repository-level set)")
     parser.add_argument("--hogs", type=int, default=0, help="busy processes beside the job")
+    parser.add_argument("--hogs-after-load", action="store_true",
+                        help="start the busy processes when the embedded model has loaded")
+    parser.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="run the embedded generator alone with this hyperparameter added "
+                             "(repeatable), e.g. n_threads=2")
     parser.add_argument("--leaderboard", type=Path, help="write the run's leaderboard here")
     parser.add_argument("--title", help="the leaderboard's title (ianvs leaderboard --title)")
     parser.add_argument("--keep", type=Path, help="keep the job and its workspace in this folder")
@@ -222,7 +262,9 @@ def main() -> int:
     root = base / args.job
     try:
         job_file = prepare(args.job, root, args.data, args.job_file)
-        wall, cpu, log = run(job_file, args.hogs)
+        if args.model_option:
+            embedded_only(root, args.model_option)
+        wall, cpu, log = run(job_file, args.hogs, args.hogs_after_load)
         table = rows(root)
         loads = LOADED.findall(log)
         tasks = count_tasks(root, args.job_file)
@@ -234,8 +276,8 @@ def main() -> int:
                 v for v in (row.get("hard_example_mining"),
                             row.get("hard_example_mining-threshold")) if v) or "?"
             print(f"generator={who} {shown}", flush=True)
-        for seconds, threads in loads:
-            print(f"model_loaded_s={seconds} threads={threads}")
+        for seconds, instances, threads in loads:
+            print(f"model_loaded_s={seconds} instances={instances or 1} threads={threads}")
         if args.job == "selfalign" and model_calls(root):
             print(model_calls(root))
         judged = judge_calls(root)
@@ -251,8 +293,8 @@ def main() -> int:
             with board.open("a", encoding="utf-8") as out:  # the figures' provenance note
                 out.write(f"\n({provenance.note()})\n")
             print(f"leaderboard={args.leaderboard}")
-        load_s = max((float(s) for s, _ in loads), default=float("nan"))
-        ok = gold_ok(args.job, table)
+        load_s = max((float(s) for s, _, _ in loads), default=float("nan"))
+        ok = gold_ok(args.job, table) if not args.model_option else bool(table)
         print(provenance.line())
         print(f"job={args.job} wall_s={wall:.1f} cpu_s={cpu:.1f} model_load_s={load_s:.1f} "
               f"tasks={tasks} hogs={args.hogs} rows={len(table)} gold_ok={str(ok).lower()}")

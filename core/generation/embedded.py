@@ -8,14 +8,26 @@ The same server also listens on ``127.0.0.1`` (random port) — see
 talks to it.
 
 Defaults: the verified Qwen2.5-Coder-0.5B-Instruct Q4 model
-(:func:`~core.generation.gguf_model.ensure_embedded_model`), greedy decoding, all
-CPU cores not busy at load time, one slot. Requests are sent from ``concurrency`` threads; with
-``n_parallel`` slots llama.cpp batches them.
+(:func:`~core.generation.gguf_model.ensure_embedded_model`), greedy decoding, and **one
+single-threaded model instance per CPU core** (at most :data:`MAX_INSTANCES`), requests spread
+over them from as many client threads. Why not one instance on every core: llama.cpp's threads
+wait for each other at every layer, so when another process takes a core for a while, the
+model's other threads spin idle and the whole model slows far more than its fair share (the
+default job took 6.7 times as long with two busy processes beside it). Single-threaded instances
+never wait for each other: a busy core slows only the request on it, and on an idle machine
+they decode several tasks at once. The weights are memory-mapped, so the instances share them;
+each has its own context (KV cache). Outputs do not depend on which instance answers: for a
+given seed and decoding a request's output is the same on any instance and thread count
+(``benchmarks/embedded_instances.py`` checks this beside its timings). ``n_threads`` set
+explicitly keeps the earlier shape: one instance on that many threads (more with
+``instances``). Requests are sent from ``concurrency`` threads; with ``n_parallel`` slots an
+instance batches them.
 """
 from __future__ import annotations
 
 import logging
 import os
+import queue
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -31,6 +43,9 @@ from core.generation.gguf_model import EMBEDDED_MODELS, ensure_embedded_model, s
 from core.generation.types import Generation, GenerationRequest
 
 LOGGER = logging.getLogger(__name__)
+
+#: the most model instances :func:`default_instances` starts (each holds its own context)
+MAX_INSTANCES = 4
 
 _SHA_MEMO: dict[tuple[str, int, int], str] = {}
 
@@ -51,6 +66,12 @@ def _cpu_times() -> tuple[int, int] | None:
         return None
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
     return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+def default_instances() -> int:
+    """Model instances by default: one per CPU core this process may use, at most
+    :data:`MAX_INSTANCES` (module docstring)."""
+    return max(1, min(MAX_INSTANCES, _available_cores()))
 
 
 def free_cores(window_s: float = 0.3) -> int:
@@ -102,10 +123,13 @@ class EmbeddedGenerator(Generator):
             :data:`~core.generation.gguf_model.EMBEDDED_MODELS`.
         cache_dir: where the default model is cached (default ``~/.cache/ianvs-smart-coding``).
         n_ctx: context size in tokens, shared by all slots.
-        n_threads: CPU threads (default: the cores not busy when the model loads, see
-            :func:`free_cores`; all of them on an idle machine).
-        n_parallel: llama.cpp slots (sequences decoded together).
-        concurrency: client threads submitting requests (default ``n_parallel``).
+        n_threads: CPU threads per instance (default 1, see the module docstring); set, it
+            makes one instance of that many threads unless ``instances`` says otherwise.
+        n_parallel: llama.cpp slots per instance (sequences one instance decodes together).
+        instances: model instances answering requests side by side (default: one per core,
+            :func:`default_instances`, with ``n_threads`` unset; 1 with it set).
+        concurrency: client threads submitting requests (default ``instances *
+            n_parallel``).
         logprobs: ask llama.cpp for each generated token's log-probability; every
             :class:`Generation` then carries ``mean_logprob`` and ``min_logprob`` (the
             ``Confidence`` router of the cloud-edge scenario reads them).
@@ -121,7 +145,8 @@ class EmbeddedGenerator(Generator):
                  model: str = "qwen2.5-coder-0.5b",
                  cache_dir: str | os.PathLike[str] | None = None, n_ctx: int = 4096,
                  n_threads: int | None = None, n_parallel: int = 1,
-                 concurrency: int | None = None, logprobs: bool = False) -> None:
+                 concurrency: int | None = None, logprobs: bool = False,
+                 instances: int | None = None) -> None:
         xlc = _import_xllamacpp()
         if model_path is None:
             spec = EMBEDDED_MODELS.get(model)
@@ -139,28 +164,42 @@ class EmbeddedGenerator(Generator):
         self.n_ctx = n_ctx
         self.logprobs = bool(logprobs)
         self.n_parallel = max(1, n_parallel)
-        self.concurrency = max(1, concurrency if concurrency is not None else self.n_parallel)
-        threads = n_threads or free_cores()
+        if instances is not None and instances < 1:
+            raise IanvsError(f"instances must be at least 1, got {instances}")
+        self.instances = instances or (1 if n_threads else default_instances())
+        self.n_threads = n_threads or 1
+        self.concurrency = max(1, concurrency if concurrency is not None
+                               else self.instances * self.n_parallel)
+        started = time.perf_counter()
+        self._servers: list[Any] = [self._start(xlc, path, n_ctx) for _ in range(self.instances)]
+        self._free: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for index in range(self.instances):  # a slot of an instance per waiting request
+            for _ in range(self.n_parallel):
+                self._free.put(index)
+        self._xllamacpp_version = getattr(xlc, "__version__", "unknown")
+        self._lock = threading.Lock()
+        LOGGER.info("embedded model %s loaded in %.1fs (%d instance(s) of %d thread(s), "
+                    "%d slot(s) each, ctx %d)", path.name, time.perf_counter() - started,
+                    self.instances, self.n_threads, self.n_parallel, n_ctx)
+
+    def _start(self, xlc: Any, path: Path, n_ctx: int) -> Any:
+        """One llama.cpp server instance of the model (weights memory-mapped, shared)."""
         params = xlc.CommonParams()
         params.model.path = str(path)
         params.n_ctx = n_ctx
         params.n_parallel = self.n_parallel
-        params.cpuparams.n_threads = threads
-        params.cpuparams_batch.n_threads = threads
+        params.cpuparams.n_threads = self.n_threads
+        params.cpuparams_batch.n_threads = self.n_threads
         params.hostnames = ["127.0.0.1"]
         params.verbosity = 0
         params.warmup = False
-        started = time.perf_counter()
-        self._server: Any = xlc.Server(params)
-        self._xllamacpp_version = getattr(xlc, "__version__", "unknown")
-        self._lock = threading.Lock()
-        LOGGER.info("embedded model %s loaded in %.1fs (%d threads, %d slot(s), ctx %d)",
-                    path.name, time.perf_counter() - started, threads, self.n_parallel, n_ctx)
+        return xlc.Server(params)
 
     @property
     def base_url(self) -> str:
-        """``http://127.0.0.1:<port>`` of the in-process OpenAI-compatible HTTP server."""
-        return str(self._require_server().listening_address)
+        """``http://127.0.0.1:<port>`` of the (first instance's) in-process OpenAI-compatible
+        HTTP server."""
+        return str(self._require_servers()[0].listening_address)
 
     def describe(self) -> dict[str, Any]:
         """Model identity: the GGUF's SHA-256 (not its path) and the llama.cpp build."""
@@ -172,13 +211,13 @@ class EmbeddedGenerator(Generator):
 
     def close(self) -> None:
         with self._lock:
-            self._server = None
+            self._servers = []
 
-    def _require_server(self) -> Any:
-        server = self._server
-        if server is None:
+    def _require_servers(self) -> list[Any]:
+        servers = self._servers
+        if not servers:
             raise IanvsError("the embedded generator is closed")
-        return server
+        return servers
 
     def _body(self, request: GenerationRequest, sample_index: int) -> dict[str, Any]:
         d = request.decoding
@@ -203,16 +242,20 @@ class EmbeddedGenerator(Generator):
         return body
 
     def _one(self, request: GenerationRequest, sample_index: int, key: str) -> Generation:
-        server = self._require_server()
+        servers = self._require_servers()
         body = self._body(request, sample_index)
+        index = self._free.get()  # the instance this request has to itself
         started = time.perf_counter()
         try:
+            server = servers[index]
             if request.mode == "complete":
                 response = server.handle_completions(body)
             else:
                 response = server.handle_chat_completions(body)
         except Exception as exc:  # noqa: BLE001 - any backend failure becomes a sample error
             return _error(request, sample_index, key, f"xllamacpp: {exc}", time.perf_counter() - started)
+        finally:
+            self._free.put(index)
         latency = time.perf_counter() - started
         if not isinstance(response, dict) or "choices" not in response:
             detail = response.get("error", response) if isinstance(response, dict) else response
