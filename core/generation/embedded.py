@@ -294,6 +294,7 @@ def build_generation(request: GenerationRequest, sample_index: int, key: str,
                       prompt_tokens=usage.get("prompt_tokens"),
                       completion_tokens=usage.get("completion_tokens"),
                       latency_s=latency, key=key, finish_reason=choice.get("finish_reason"),
+                      finished_at=time.time(),
                       mean_logprob=sum(logprobs) / len(logprobs) if logprobs else None,
                       min_logprob=min(logprobs) if logprobs else None)
 

@@ -166,6 +166,9 @@ class Generation:
         mean_logprob, min_logprob: mean and minimum log-probability of the generated tokens,
             when the backend returned them (the embedded generator with ``logprobs: true``; an
             OpenAI-compatible server asked for them in ``extra_body``), else None.
+        finished_at: UNIX time at which the call that produced this sample returned (None
+            for recorded or gold answers): with ``latency_s`` it places the call in time, so
+            generation wall time counts concurrent calls once (``edge_cost``).
     """
 
     task_id: str
@@ -180,6 +183,7 @@ class Generation:
     finish_reason: str | None = None
     mean_logprob: float | None = None
     min_logprob: float | None = None
+    finished_at: float | None = None
 
     @property
     def ok(self) -> bool:
