@@ -4,7 +4,8 @@ The README's first command runs the embedded model (Qwen2.5-Coder-0.5B Q4 via xl
 speed depends on how many llama.cpp threads it runs: they wait for each other at every layer,
 so a thread that shares its core with another busy process slows them all. This script
 measures, side by side in one run, every ``--threads`` value (``auto``: the generator's default,
-the cores not busy at load time) with llama.cpp's busy-wait level ``--poll`` (0-100, its own
+since 2026-11-28 one single-threaded instance per core, the prompts answered side by side; before,
+one instance on the cores not busy at load time) with llama.cpp's busy-wait level ``--poll`` (0-100, its own
 default 50), each on an idle machine and beside ``--hogs`` busy-looping processes, and prints
 the median generated tokens/s over ``--rounds`` alternating rounds (each configuration runs in
 its own child process, loading the model once).
