@@ -126,11 +126,16 @@ with PostgresService(base=Path(sys.argv[1])) as pg:
 def test_harness_signals_leave_nothing(pg_base: Path, sig: int) -> None:
     """SIGTERM and Ctrl-C unwind the ``with`` block; after SIGKILL the server gets its death
     signal and the next service start sweeps the dead harness's directory."""
-    proc = subprocess.Popen([sys.executable, "-c", _HARNESS, str(pg_base)], stdout=subprocess.PIPE, text=True,
-                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen([sys.executable, "-c", _HARNESS, str(pg_base)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
-        assert proc.stdout is not None
-        run_dir, sock = map(Path, proc.stdout.readline().split())
+        assert proc.stdout is not None and proc.stderr is not None
+        started = proc.stdout.readline().split()
+        if len(started) != 2:  # the service did not start: say why, not "not enough values"
+            proc.kill()
+            pytest.fail(f"the harness's PostgreSQL service did not start: {proc.stderr.read()[-2000:]}")
+        run_dir, sock = map(Path, started)
         assert _postgres_pids(run_dir)
         proc.send_signal(sig)
         proc.wait(timeout=30)
