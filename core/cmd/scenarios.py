@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -74,20 +76,27 @@ def run_dataset(args: argparse.Namespace) -> int | None:
         from core.scenarios.revise.builder import run as run_revise
 
         return run_revise(args)
+    leaks: Counter[str] = Counter()
     if args.kind == "comments":
         records = build_comment_records(args.source, CommentBuildOptions(
-            args.source_name, args.license, args.limit, args.min_lines, args.max_lines))
+            args.source_name, args.license, args.limit, args.min_lines, args.max_lines), leaks)
     elif args.kind == "issues":
         from core.scenarios.issue.builder import build_issue_records
 
-        records = build_issue_records(args.source, args.license, args.source_name)
+        records = build_issue_records(args.source, args.license, args.source_name, leaks)
         if args.limit is not None and len(records) > args.limit:
             step = len(records) / args.limit
             records = [records[int(i * step)] for i in range(args.limit)]
     else:
         return None
     count = write_records(records, args.output)
-    print(f"wrote {count} records to {args.output}")
+    from core.scenarios.leak_views import tally
+
+    report = {"records": count, "leaks": tally(leaks)}
+    report_path = args.output.with_name(args.output.name + ".build.json")
+    report_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {count} records to {args.output} (leak check: {report['leaks']['dropped']} "
+          f"dropped; report {report_path})")
     return 0
 
 

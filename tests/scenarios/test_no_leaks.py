@@ -299,3 +299,29 @@ def test_comment_builder_drops_a_function_whose_comments_are_in_its_code(tmp_pat
         "    return round(w)\n")
     records = build_comment_records(tmp_path, CommentBuildOptions(source_name="m", min_lines=3))
     assert [r["id"].rsplit(":", 1)[1] for r in records] == ["clean"]
+
+
+def test_the_issue_command_writes_its_leak_counts_in_a_build_report(tmp_path: Path) -> None:
+    """``ianvs dataset issues`` counts the dropped records in ``<out>.build.json``, like the
+    other builders' reports (the real command, in a child process)."""
+    import subprocess
+    import sys
+
+    faq = tmp_path / "docs" / "faq"
+    faq.mkdir(parents=True)
+    (faq / "general.txt").write_text(
+        "How do I pin the versions of every dependency?\n"
+        "==============================================\n\n"
+        "How do I pin the versions of every dependency? (asked often)\n\n"
+        "Why is the import slow on the first call?\n"
+        "=========================================\n\n"
+        "The first import compiles the modules to bytecode and caches them for later runs.\n")
+    out = tmp_path / "issues.jsonl"
+    res = subprocess.run([sys.executable, "-m", "core.cmd.benchmarking", "dataset", "issues",
+                          "--from", str(tmp_path), "-o", str(out), "--license", "MIT"],
+                         capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert res.returncode == 0, res.stderr[-2000:]
+    report = json.loads((tmp_path / "issues.jsonl.build.json").read_text())
+    assert report["records"] == 1 and report["leaks"]["dropped"] == 1
+    assert "1 dropped" in res.stdout

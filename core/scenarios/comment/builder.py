@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import textwrap
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,8 +118,11 @@ def records_from_file(path: Path, rel: str, opts: CommentBuildOptions
                             "license": opts.license}}
 
 
-def build_comment_records(source: Path, opts: CommentBuildOptions) -> list[dict[str, Any]]:
-    """The records of ``source`` (a folder or an sdist), deduplicated and selected."""
+def build_comment_records(source: Path, opts: CommentBuildOptions,
+                          leak_counts: Counter[str] | None = None) -> list[dict[str, Any]]:
+    """The records of ``source`` (a folder or an sdist), deduplicated and selected, leaking
+    ones dropped; ``leak_counts``, when given, is updated with the leak check's counts (what
+    the build report shows, :func:`~core.scenarios.leak_views.tally`)."""
     with opened_source(source) as root:
         name = opts.source_name or source.name
         opts = CommentBuildOptions(name, opts.license, opts.limit, opts.min_lines,
@@ -140,6 +144,8 @@ def build_comment_records(source: Path, opts: CommentBuildOptions) -> list[dict[
         found = [found[int(i * step)] for i in range(opts.limit)]
     found, leaks = screen_all("comment", found, where=str(source))
     logger.info("leak check: %s", tally(leaks))
+    if leak_counts is not None:
+        leak_counts.update(leaks)
     return found
 
 

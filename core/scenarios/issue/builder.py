@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -169,14 +170,16 @@ def records_from_faq(source: Path, license: str, source_name: str = "",
     return records
 
 
-def build_issue_records(source: Path, license: str = "unknown",
-                        source_name: str = "") -> list[dict[str, Any]]:
+def build_issue_records(source: Path, license: str = "unknown", source_name: str = "",
+                        leak_counts: Counter[str] | None = None) -> list[dict[str, Any]]:
     """Dispatch on the input: a ``.json`` export, else FAQ documents; leaking records dropped
-    (module docstring)."""
+    (module docstring); ``leak_counts``, when given, is updated with the leak check's counts."""
     if source.suffix == ".json":
         records = records_from_github_export(source, license)
     else:
         records = records_from_faq(source, license, source_name)
     kept, leaks = screen_all("issue", records, where=str(source))
     logger.info("leak check: %s", tally(leaks))
+    if leak_counts is not None:
+        leak_counts.update(leaks)
     return kept
