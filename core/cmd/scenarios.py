@@ -92,11 +92,12 @@ def run_dataset(args: argparse.Namespace) -> int | None:
     count = write_records(records, args.output)
     from core.scenarios.leak_views import tally
 
-    report = {"records": count, "leaks": tally(leaks)}
+    found = tally(leaks)
     report_path = args.output.with_name(args.output.name + ".build.json")
-    report_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {count} records to {args.output} (leak check: {report['leaks']['dropped']} "
-          f"dropped; report {report_path})")
+    report_path.write_text(json.dumps({"records": count, "leaks": found}, indent=1) + "\n",
+                           encoding="utf-8")
+    print(f"wrote {count} records to {args.output} (leak check: {found['dropped']} dropped; "
+          f"report {report_path})")
     return 0
 
 
