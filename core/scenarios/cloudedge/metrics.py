@@ -88,8 +88,14 @@ def cloudedge(y_true: Any, y_pred: Any, context: Any = None) -> dict[str, Any]:
     per_task = getattr(context, "per_task", None)
     if per_task is not None:  # the report's intervals and paired tests (means over tasks)
         for record, ok, pred in zip(records, passed, preds):
-            per_task.add("pass@1", str(record["task_id"]), float(ok), "tasks")
-            per_task.add("cloud_share", str(record["task_id"]), float(bool(pred[0])), "tasks")
+            task = str(record["task_id"])
+            per_task.add("pass@1", task, float(ok), "tasks")
+            per_task.add("cloud_share", task, float(bool(pred[0])), "tasks")
+            for role, answer in (("edge", pred[2]), ("cloud", pred[3])):
+                for kind in ("prompt_tokens", "completion_tokens"):
+                    per_task.add(f"{role}_{kind}", task, _usage(answer, kind), "tasks")
+                per_task.add(f"{role}_s", task, _seconds(answer), "tasks")
+            per_task.add("check_s", task, _seconds(pred[1], "check_s"), "tasks")
     oracle = _oracle(records, context, workspace)
     row["oracle_pass@1"] = oracle
     row["regret"] = round(oracle - row["pass@1"], 4) if not math.isnan(oracle) else math.nan

@@ -232,6 +232,17 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
             per_task.add("false_alignment", task, float(not h[-1]), "tasks")
     for (i, _), ok in zip(plus_records, plus_pass):
         per_task.add("hidden_pass@1_plus", str(done[i][0]["task_id"]), float(ok), "tasks")
+    for r, tries in done:  # the cost columns are means over tasks too
+        task = str(r["task_id"])
+        per_task.add("tries_per_task", task, float(len(tries)), "tasks")
+        per_task.add("tokens_per_task", task, float(sum(t.tokens for t in tries)), "tasks")
+        per_task.add("sandbox_runs_per_task", task, float(sum(t.sandbox_runs for t in tries)),
+                     "tasks")
+        per_task.add("wall_s_per_task", task, sum(t.latency_s + t.sandbox_s for t in tries),
+                     "tasks")
+        for t in tries:
+            for u in t.units:
+                per_task.add("invalid_tests", task, float(u["outcome"] == "invalid"), "samples")
     all_tries = [t for _, tries in done for t in tries]
     units = [u for t in all_tries for u in t.units]
     tokens = sum(t.tokens for t in all_tries)

@@ -200,6 +200,9 @@ def edge_cost(y_true: Any, y_pred: Sequence[Any], context: Any = None) -> dict[s
     samples = 0
     counted_tokens = False
     calls: list[tuple[float | None, float]] = []
+    # latency_s is a mean over samples: its per-task values give it an interval (tokens_per_s
+    # is a ratio of sums, not a mean, so it has none)
+    per_task = getattr(context, "per_task", None)
     for pred in y_pred:
         for sample in pred.get("samples", []) if isinstance(pred, dict) else []:
             if sample.get("error"):
@@ -207,6 +210,8 @@ def edge_cost(y_true: Any, y_pred: Sequence[Any], context: Any = None) -> dict[s
             samples += 1
             seconds = float(sample.get("latency_s") or 0.0)
             latency += seconds
+            if per_task is not None:
+                per_task.add("latency_s", str(pred.get("task_id")), seconds)
             finished = sample.get("finished_at")
             calls.append((float(finished) if isinstance(finished, (int, float)) else None, seconds))
             if sample.get("completion_tokens") is not None:
