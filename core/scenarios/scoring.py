@@ -61,12 +61,13 @@ def record_per_task(context: Any, rows: Sequence[Mapping[str, Any]], columns: Se
 
 
 def record_periods(context: Any, rows: Sequence[Mapping[str, Any]], columns: Sequence[str],
-                   labels: Sequence[str]) -> None:
+                   labels: Sequence[str],
+                   weighting: Literal["samples", "tasks"] = "samples") -> None:
     """:func:`record_per_task` of each period's rows (``row["period"]``) under the period's
     column names, ``<column>[<label>]``."""
     for label in labels:
         record_per_task(context, [r for r in rows if r.get("period") == label], columns,
-                        rename={c: f"{c}[{label}]" for c in columns})
+                        rename={c: f"{c}[{label}]" for c in columns}, weighting=weighting)
 
 
 def mean(values: Sequence[float], digits: int = 4) -> float:

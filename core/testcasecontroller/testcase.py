@@ -336,13 +336,12 @@ def _metric_failed(case: TestCase, spec: Any, fn: Any, exc: Exception,
     if kept is not None:
         metrics.update(kept)
         columns = [c for c in columns if c not in kept]
-        for column in columns:
-            metrics.setdefault(column, math.nan)
+    for column in columns:
+        metrics.setdefault(column, math.nan)
+    if kept is not None:
         logger.warning("testcase(id=%s) metric %r is invalid: %s (its column %s is not a score)",
                        case.id, spec.name, text, ", ".join(repr(c) for c in columns))
         return {"error": text, "columns": columns, "invalid": True}
-    for column in columns:
-        metrics.setdefault(column, math.nan)
     logger.warning("testcase(id=%s) metric %r failed: %s (its column %s is NaN)", case.id,
                    spec.name, text, ", ".join(repr(c) for c in columns))
     logger.debug("metric %r traceback:\n%s", spec.name,

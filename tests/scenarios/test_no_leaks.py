@@ -263,10 +263,9 @@ def test_fix_file_rewrites_once_and_updates_the_report(tmp_path: Path) -> None:
     assert again["clean"] == 2 and (path.read_text(), report.read_text()) == before
 
 
-def test_issue_builder_drops_an_answer_that_restates_its_question(tmp_path: Path) -> None:
-    from core.scenarios.issue.builder import build_issue_records
-
-    faq = tmp_path / "docs" / "faq"
+def _write_faq_with_a_restated_answer(root: Path) -> None:
+    """FAQ documents under ``root``: one answer restates its question (a leak), one does not."""
+    faq = root / "docs" / "faq"
     faq.mkdir(parents=True)
     (faq / "general.txt").write_text(
         "How do I pin the versions of every dependency?\n"
@@ -275,6 +274,12 @@ def test_issue_builder_drops_an_answer_that_restates_its_question(tmp_path: Path
         "Why is the import slow on the first call?\n"
         "=========================================\n\n"
         "The first import compiles the modules to bytecode and caches them for later runs.\n")
+
+
+def test_issue_builder_drops_an_answer_that_restates_its_question(tmp_path: Path) -> None:
+    from core.scenarios.issue.builder import build_issue_records
+
+    _write_faq_with_a_restated_answer(tmp_path)
     records = build_issue_records(tmp_path, "MIT", "proj")
     assert [r["question"] for r in records] == ["Why is the import slow on the first call?"]
 
@@ -307,15 +312,7 @@ def test_the_issue_command_writes_its_leak_counts_in_a_build_report(tmp_path: Pa
     import subprocess
     import sys
 
-    faq = tmp_path / "docs" / "faq"
-    faq.mkdir(parents=True)
-    (faq / "general.txt").write_text(
-        "How do I pin the versions of every dependency?\n"
-        "==============================================\n\n"
-        "How do I pin the versions of every dependency? (asked often)\n\n"
-        "Why is the import slow on the first call?\n"
-        "=========================================\n\n"
-        "The first import compiles the modules to bytecode and caches them for later runs.\n")
+    _write_faq_with_a_restated_answer(tmp_path)
     out = tmp_path / "issues.jsonl"
     res = subprocess.run([sys.executable, "-m", "core.cmd.benchmarking", "dataset", "issues",
                           "--from", str(tmp_path), "-o", str(out), "--license", "MIT"],

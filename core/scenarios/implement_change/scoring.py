@@ -55,7 +55,7 @@ from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir,
 from core.scenarios.repo.metrics import OUTCOMES, summarise
 from core.scenarios.repo.scoring import load_executions, source_root
 from core.scenarios.trajectories.periods import commit_time, period_labels, period_of
-from core.scenarios.scoring import record_per_task
+from core.scenarios.scoring import record_per_task, record_periods
 
 __all__ = ["implement_tests", "EXECUTIONS_FILE", "grade", "grade_iter", "grade_logged", "parse_for_task", "sample_key",
            "task_sample"]
@@ -204,9 +204,7 @@ def _record_per_task(context: Any, results: list[SampleResult], tasks: dict[str,
              "period": period_of(commit_time(tasks[r.task_id]["committed_at"]), periods)}
             for r in results if r.outcome != "infra_error" and r.task_id in tasks]
     record_per_task(context, rows, ["pass@1"], weighting="tasks")
-    for label in period_labels(periods):
-        record_per_task(context, [r for r in rows if r["period"] == label], ["pass@1"],
-                        rename={"pass@1": f"pass@1[{label}]"}, weighting="tasks")
+    record_periods(context, rows, ["pass@1"], period_labels(periods), weighting="tasks")
 
 
 def _row(pairs: list[tuple[SampleResult, str]], tasks: dict[str, dict[str, Any]], generation_errors: int,

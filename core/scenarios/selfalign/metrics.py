@@ -69,6 +69,7 @@ from core.scenarios.selfalign import repo
 from core.scenarios.selfalign.loop import run_units, unit_checks
 from core.scenarios.selfalign.units import check_unit
 from core.testcasecontroller.metrics.code_execution import iter_results
+from core.testcasecontroller.metrics.per_task import PerTaskValues
 from core.testenvmanager.testenv.testenv import SANDBOX_KEYS
 
 logger = logging.getLogger(__name__)
@@ -276,18 +277,11 @@ selfalign.columns = lambda k=(1, 5), mutants=10, sources=None, timeout=120.0: [ 
     "mutation_score", "mutants", "equivalent_mutants", "tasks", "plain_tasks", "unfinished"]
 
 
-class _NoRecording:
-    """Stands in for the per-task values outside a job (a context without them)."""
-
-    def add(self, column: str, task_id: str, value: float, weighting: str = "samples") -> None:
-        pass
-
-
-def _per_task_values(context: Any) -> Any:
-    """The test case's per-task values (the report's intervals and paired tests), or a
-    recorder that keeps nothing."""
+def _per_task_values(context: Any) -> PerTaskValues:
+    """The test case's per-task values (the report's intervals and paired tests); outside a
+    job (a context without them) a recorder nobody reads."""
     found = getattr(context, "per_task", None)
-    return found if found is not None else _NoRecording()
+    return found if found is not None else PerTaskValues()
 
 
 def _plain_predictions(y_pred: Any, n: int) -> bool:

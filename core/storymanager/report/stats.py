@@ -16,29 +16,21 @@ SEED = 20261123
 BATCH_VALUES = 2_000_000
 
 
-def _resampled_means(data: np.ndarray, resamples: int) -> np.ndarray:
-    """Means of ``resamples`` bootstrap resamples of ``data``, computed in bounded batches."""
-    rng = np.random.default_rng(SEED)
-    per_batch = max(1, BATCH_VALUES // data.size)
-    means = np.empty(resamples)
-    for start in range(0, resamples, per_batch):
-        count = min(per_batch, resamples - start)
-        means[start:start + count] = data[rng.integers(0, data.size,
-                                                       size=(count, data.size))].mean(axis=1)
-    return means
-
-
-def _resampled_weighted_means(data: np.ndarray, weights: np.ndarray,
-                              resamples: int) -> np.ndarray:
-    """Weighted means of ``resamples`` bootstrap resamples (whole tasks), in bounded batches."""
+def _resampled_means(data: np.ndarray, resamples: int,
+                     weights: np.ndarray | None = None) -> np.ndarray:
+    """Means of ``resamples`` bootstrap resamples of ``data``, computed in bounded batches;
+    with ``weights``, weighted means (tasks resampled whole with their weights)."""
     rng = np.random.default_rng(SEED)
     per_batch = max(1, BATCH_VALUES // data.size)
     means = np.empty(resamples)
     for start in range(0, resamples, per_batch):
         count = min(per_batch, resamples - start)
         idx = rng.integers(0, data.size, size=(count, data.size))
-        means[start:start + count] = (data[idx] * weights[idx]).sum(axis=1) / \
-            weights[idx].sum(axis=1)
+        if weights is None:
+            means[start:start + count] = data[idx].mean(axis=1)
+        else:
+            means[start:start + count] = (data[idx] * weights[idx]).sum(axis=1) / \
+                weights[idx].sum(axis=1)
     return means
 
 
@@ -49,29 +41,23 @@ def bootstrap_ci(values: Sequence[float], confidence: float = 0.95,
 
     With ``weights`` (e.g. each task's number of scored samples, its value being their mean)
     the statistic is the weighted mean and tasks are resampled whole (a cluster bootstrap:
-    samples of one task are not independent). An empty sequence gives NaNs; one value gives a
-    zero-width interval.
+    samples of one task are not independent); equal weights give the plain interval. An empty
+    sequence gives NaNs; one value gives a zero-width interval.
     """
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         return math.nan, math.nan, math.nan
+    w: np.ndarray | None = None
     if weights is not None:
         w = np.asarray(weights, dtype=float)
         if w.shape != data.shape or (w <= 0).any():
             raise ValueError("weights must be positive, one per value")
-        mean = float((data * w).sum() / w.sum())
-        if data.size == 1 or bool((w == w[0]).all()):
-            low, high = (mean, mean) if data.size == 1 else bootstrap_ci(data.tolist(), confidence,
-                                                                        resamples)[1:]
-            return mean, low, high
-        means = _resampled_weighted_means(data, w, resamples)
-        tail = (1 - confidence) / 2 * 100
-        low, high = np.percentile(means, [tail, 100 - tail])
-        return mean, float(low), float(high)
-    mean = float(data.mean())
+        if bool((w == w[0]).all()):
+            w = None
+    mean = float(data.mean()) if w is None else float((data * w).sum() / w.sum())
     if data.size == 1:
         return mean, mean, mean
-    means = _resampled_means(data, resamples)
+    means = _resampled_means(data, resamples, w)
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return mean, float(low), float(high)
