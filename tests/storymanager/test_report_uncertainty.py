@@ -136,3 +136,33 @@ def test_a_text_job_reports_intervals_and_paired_tests_for_every_mean(tmp_path: 
     assert by_column["chrf"][7] == "sign-flip" and by_column["chrf"][-1] == "significant"
     assert by_column["chrf"][3] == "6"
     assert by_column["code_preserved"][7].startswith("McNemar (6 / 0)")
+
+
+def test_sign_flip_test_on_many_tasks_is_its_normal_limit() -> None:
+    """Above NORMAL_FLIPS_ABOVE tasks the test is the normal approximation of the same
+    statistic (the Monte Carlo draws would cost minutes on a 100k-task run): it agrees with the
+    Monte Carlo value just below the switch, and a shift of a tenth of the spread is found."""
+    from core.storymanager.report import stats
+
+    rng = np.random.default_rng(3)
+    d = rng.normal(0.05, 1.0, stats.NORMAL_FLIPS_ABOVE + 1)
+    normal = sign_flip_test(list(d), [0.0] * d.size)
+    monte_carlo = sign_flip_test(list(d[:-1]), [0.0] * (d.size - 1))
+    assert abs(normal - monte_carlo) < 0.02
+    shifted = sign_flip_test(list(rng.normal(0.1, 1.0, 100_000)), [0.0] * 100_000)
+    assert shifted < 1e-10
+    assert sign_flip_test([1.0, -1.0] * 5000, [0.0] * 10_000) == 1.0
+
+
+def test_mcnemar_on_many_discordant_tasks_is_the_same_tail_in_floating_point() -> None:
+    """Above EXACT_BINOMIAL_UP_TO discordant pairs the binomial tail is summed from logarithms
+    (the integer sum of a 100k-task run's tail took minutes): the same value to 1e-9."""
+    import math as m
+
+    from core.storymanager.report import stats
+
+    n = stats.EXACT_BINOMIAL_UP_TO + 1
+    for k in (400, 480, 500):
+        exact = min(1.0, 2 * sum(m.comb(n, i) for i in range(k + 1)) / 2 ** n)
+        assert stats.mcnemar_exact(k, n - k) == pytest.approx(exact, rel=1e-9)
+    assert 0.1 < stats.mcnemar_exact(25_000, 25_300) < 0.3
