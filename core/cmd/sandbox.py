@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from core.common.errors import IanvsError
 from core.common.log import setup_logging
+from core.scenarios import DEFAULT_KIND
 
 if TYPE_CHECKING:
     from core.testenvmanager.sandbox.leftovers import Leftover
@@ -52,6 +53,8 @@ def sandbox_parser() -> argparse.ArgumentParser:
     build.add_argument("--force", action="store_true", help="rebuild the base image")
     build.add_argument("--dataset", type=Path,
                        help="also build the task images this JSONL dataset's records need")
+    build.add_argument("--kind", default=DEFAULT_KIND,
+                       help=f"the task kind of the --dataset records (default {DEFAULT_KIND})")
     sweep = sub.add_parser("sweep", help="remove labelled containers of dead runs and unused volumes")
     sweep.add_argument("--images", action="store_true", help="remove the images too")
     sub.add_parser("doctor", help="show the walls of this machine and what runs left behind")
@@ -89,10 +92,12 @@ def _cgroup_lines(facts: dict) -> list[str]:
 
 
 def _doctor(docker_host: str) -> int:
+    from core.scenarios import register_kind_leftovers
     from core.testenvmanager.sandbox.leftovers import discover
     from core.testenvmanager.sandbox.local import LocalExecutor
     from core.testenvmanager.sandbox.types import IsolationLevel
 
+    register_kind_leftovers()
     found = discover(docker_host=docker_host)  # before our own executor adds a live cgroup
     executor = LocalExecutor(workers=1, sweep_leftovers=False)
     try:
@@ -133,8 +138,10 @@ def _doctor(docker_host: str) -> int:
 
 
 def _clean(docker_host: str, dry_run: bool) -> int:
+    from core.scenarios import register_kind_leftovers
     from core.testenvmanager.sandbox.leftovers import discover, remove
 
+    register_kind_leftovers()
     removed = kept = failed = 0
     for item in discover(docker_host=docker_host):
         if item.kind == "uid-lease":  # a lease ends by itself when its holders die
@@ -160,17 +167,10 @@ def _clean(docker_host: str, dry_run: bool) -> int:
     return 0
 
 
-def _task_envs(dataset: Path) -> list[tuple[str | None, dict[str, str]]]:
-    from core.common.jsonl import iter_jsonl
-    from core.testcasecontroller.metrics.code_tasks import HOOK_FIELDS, code_task
+def _task_envs(dataset: Path, kind: str = DEFAULT_KIND) -> list[tuple[str | None, dict[str, str]]]:
+    from core.scenarios import get_kind
 
-    envs: dict[tuple[str | None, tuple[tuple[str, str], ...]], None] = {}
-    for _line, record in iter_jsonl(dataset, "dataset file"):
-        # images only: hook fields are not looked at (nor imported); the job checks them
-        task = code_task({k: v for k, v in record.items() if k not in HOOK_FIELDS})
-        if task.needs_container:
-            envs[(task.run_env, tuple(sorted(task.packages.items())))] = None
-    return [(run_env, dict(packages)) for run_env, packages in envs]
+    return get_kind(kind).container_envs(dataset)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -197,14 +197,14 @@ def main(argv: Sequence[str]) -> int:
         client = connect(args.docker_host)
         try:
             if args.what == "sweep":
-                from core.testenvmanager.sandbox.container import _owner_alive
+                from core.testenvmanager.sandbox.images import owner_alive
 
-                counts = sweep(client, images=args.images, owner_alive=_owner_alive)
+                counts = sweep(client, images=args.images, owner_alive=owner_alive)
                 print("removed " + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
                 return 0
             image_id = build_base_image(client, args.mirror, args.suite, force=args.force)
             print(f"{BASE_IMAGE}: {image_id[:19]}")
-            for run_env, packages in _task_envs(args.dataset) if args.dataset else []:
+            for run_env, packages in _task_envs(args.dataset, args.kind) if args.dataset else []:
                 tag = task_image(client, run_env or BASE_IMAGE, packages)
                 print(f"{tag}: {run_env or BASE_IMAGE} + {', '.join(sorted(packages.values()))}")
         finally:

@@ -1,13 +1,6 @@
-"""CLI of the comment and issue scenarios.
+"""CLI of human judgment, shared by every text-scored kind (the ``ianvs dataset`` builders are
+the kinds' own: :func:`core.scenarios.dataset_commands`).
 
-* ``ianvs dataset comments --from <dir|sdist> -o out.jsonl``: comment records from a codebase;
-* ``ianvs dataset issues --from <export.json|faq dir|sdist> -o out.jsonl``: issue records;
-* ``ianvs dataset trajectories --repo <git dir|bundle> -o steps.jsonl``: history steps;
-* ``ianvs dataset commit-messages --steps steps.jsonl -o tasks.jsonl``: commit-message tasks;
-* ``ianvs dataset implement-change --steps steps.jsonl --repo <bundle> -o tasks.jsonl``:
-  implement-the-change tasks, validated by running the commit's tests;
-* ``ianvs dataset revise --steps steps.jsonl --repo <bundle> -o tasks.jsonl``: revise-after-
-  feedback tasks from multi-commit pull requests;
 * ``ianvs judge export -f job.yaml -o sheet/``: a finished run's answers as a rating sheet;
 * ``ianvs judge import -f job.yaml sheet/ratings.csv [--rater NAME]``: one rater's ratings
   back into the run (other raters' ratings are kept).
@@ -15,90 +8,7 @@
 from __future__ import annotations
 
 import argparse
-import json
-from collections import Counter
 from pathlib import Path
-from typing import Any
-
-
-def add_dataset_parsers(sub: Any) -> None:
-    """The ``comments``, ``issues``, ``trajectories``, ``commit-messages``,
-    ``implement-change`` and ``revise`` subcommands of ``ianvs dataset``."""
-    from core.scenarios.commit_message.builder import add_arguments as add_commit_arguments
-    from core.scenarios.implement_change.builder import add_arguments as add_implement_arguments
-    from core.scenarios.revise.builder import add_arguments as add_revise_arguments
-    from core.scenarios.trajectories.cli import add_arguments as add_trajectory_arguments
-
-    com = sub.add_parser("comments", help="comment records from a documented Python codebase")
-    com.add_argument("--from", dest="source", required=True, type=Path,
-                     help="a folder or a source archive (sdist) of Python files")
-    com.add_argument("-o", "--output", required=True, type=Path)
-    com.add_argument("--limit", type=int, help="keep at most N records (evenly spaced)")
-    com.add_argument("--min-lines", type=int, default=5)
-    com.add_argument("--max-lines", type=int, default=40)
-    com.add_argument("--license", default="unknown", help="licence of the codebase (recorded)")
-    com.add_argument("--source-name", default="", help="name recorded in ids and provenance")
-    iss = sub.add_parser("issues", help="issue records from a GitHub export or FAQ documents")
-    iss.add_argument("--from", dest="source", required=True, type=Path,
-                     help="a GitHub REST export (.json) or a folder/sdist with faq/ documents")
-    iss.add_argument("-o", "--output", required=True, type=Path)
-    iss.add_argument("--limit", type=int, help="keep at most N records (evenly spaced)")
-    iss.add_argument("--license", default="unknown", help="licence of the texts (recorded)")
-    iss.add_argument("--source-name", default="", help="name recorded in ids and provenance")
-    traj = sub.add_parser("trajectories", help="one record per step of a repository's git history")
-    add_trajectory_arguments(traj)
-    com_msg = sub.add_parser("commit-messages", help="commit-message tasks from trajectory steps")
-    add_commit_arguments(com_msg)
-    impl = sub.add_parser("implement-change", help="implement-the-change tasks from trajectory steps")
-    add_implement_arguments(impl)
-    rev = sub.add_parser("revise", help="revise-after-feedback tasks from pull requests' steps")
-    add_revise_arguments(rev)
-
-
-def run_dataset(args: argparse.Namespace) -> int | None:
-    """Build the dataset named by ``args.kind``; None when it is not one of ours."""
-    from core.scenarios.comment.builder import (CommentBuildOptions, build_comment_records,
-                                                write_records)
-
-    if args.kind == "trajectories":
-        from core.scenarios.trajectories.cli import run as run_trajectories
-
-        return run_trajectories(args)
-    if args.kind == "commit-messages":
-        from core.scenarios.commit_message.builder import run as run_commit_messages
-
-        return run_commit_messages(args)
-    if args.kind == "implement-change":
-        from core.scenarios.implement_change.builder import run as run_implement
-
-        return run_implement(args)
-    if args.kind == "revise":
-        from core.scenarios.revise.builder import run as run_revise
-
-        return run_revise(args)
-    leaks: Counter[str] = Counter()
-    if args.kind == "comments":
-        records = build_comment_records(args.source, CommentBuildOptions(
-            args.source_name, args.license, args.limit, args.min_lines, args.max_lines), leaks)
-    elif args.kind == "issues":
-        from core.scenarios.issue.builder import build_issue_records
-
-        records = build_issue_records(args.source, args.license, args.source_name, leaks)
-        if args.limit is not None and len(records) > args.limit:
-            step = len(records) / args.limit
-            records = [records[int(i * step)] for i in range(args.limit)]
-    else:
-        return None
-    count = write_records(records, args.output)
-    from core.scenarios.leak_views import tally
-
-    found = tally(leaks)
-    report_path = args.output.with_name(args.output.name + ".build.json")
-    report_path.write_text(json.dumps({"records": count, "leaks": found}, indent=1) + "\n",
-                           encoding="utf-8")
-    print(f"wrote {count} records to {args.output} (leak check: {found['dropped']} dropped; "
-          f"report {report_path})")
-    return 0
 
 
 def judge_parser() -> argparse.ArgumentParser:

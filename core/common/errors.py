@@ -6,8 +6,9 @@ The CLI prints ``str(error)`` and exits non-zero; ``--debug`` adds the traceback
 """
 from __future__ import annotations
 
+import contextlib
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 
@@ -19,14 +20,18 @@ class IanvsError(Exception):
         source: file the problem is in (a path or a display string), if any.
         line: 1-based line in ``source``, if known.
         hint: what the user should do about it.
+        key: the configuration key the problem is about (e.g. the hyperparameter
+            ``max_tokens``), if known: whoever knows the file can then name its line.
     """
 
     def __init__(self, message: str, *, source: str | Path | None = None,
-                 line: int | None = None, hint: str | None = None) -> None:
+                 line: int | None = None, hint: str | None = None,
+                 key: str | None = None) -> None:
         self.message = message
         self.source = str(source) if source is not None else None
         self.line = line
         self.hint = hint
+        self.key = key
         super().__init__(self.render())
 
     def render(self) -> str:
@@ -42,6 +47,37 @@ class IanvsError(Exception):
 
 class ConfigError(IanvsError):
     """A YAML configuration file is missing, malformed or has invalid values."""
+
+
+class Problems:
+    """Where a loader puts the problems it finds in the files it reads.
+
+    ``Problems()`` raises the first one, as ``ianvs -f`` stops at it. ``Problems(collect=True)``
+    (``ianvs validate``) keeps every one in :attr:`found`, and the loader goes on with the next
+    part that does not depend on the one that failed (the next metric entry, module,
+    hyperparameter or rank item), leaving that part out: one pass reports every problem.
+    """
+
+    def __init__(self, collect: bool = False) -> None:
+        self.collect = collect
+        self.found: list[IanvsError] = []
+
+    def add(self, error: IanvsError) -> None:
+        """Raise ``error``, or keep it when collecting."""
+        if not self.collect:
+            raise error
+        self.found.append(error)
+
+    @contextlib.contextmanager
+    def part(self) -> Iterator[None]:
+        """Run one independent part of a file: an :class:`IanvsError` it raises is
+        :meth:`add`-ed (re-raised unless collecting; then the rest of the block is skipped)."""
+        try:
+            yield
+        except IanvsError as exc:
+            if not self.collect:
+                raise
+            self.found.append(exc)
 
 
 class DatasetError(IanvsError):

@@ -37,7 +37,7 @@ import numpy as np
 
 from core.common.class_factory import ClassFactory, ClassType
 from core.compat.sedna_file_ops import FileOps, PathLike
-from core.testenvmanager.dataset.parsers import to_array  # numpy coercion as upstream
+from core.compat.arrays import to_array  # numpy coercion as upstream
 
 logger = logging.getLogger(__name__)
 

@@ -34,17 +34,39 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.common.errors import ConfigError, IanvsError, suggest
+from core.common.errors import ConfigError, IanvsError, RegistryError, suggest
 from core.common.progress import progress_bar
-from core.generation import DEFAULT_GENERATOR, create_generator, generator_parameters
+from core.common.signatures import annotation_problem
+from core.generation import (DEFAULT_GENERATOR, create_generator, generator_class,
+                             generator_parameters)
 from core.generation.base import Generator
 from core.generation.cache_key import GenerationCache, cached_generate
-from core.generation.types import DecodingSettings, Generation, GenerationRequest
+from core.generation.types import DecodingError, DecodingSettings, Generation, GenerationRequest
 
 logger = logging.getLogger(__name__)
 
 DECODING_KEYS = ("temperature", "top_p", "max_tokens", "stop", "seed", "n")
 CACHE_FILE = "generations.jsonl"
+
+
+#: the gold and broken controls (:mod:`core.generation.reference`)
+CONTROL_GENERATORS = ("canonical", "broken")
+
+
+def _other_generator_takes(name: str, generator: str) -> bool:
+    """Whether a registered generator other than ``generator`` takes option ``name``."""
+    from core.common.class_factory import ClassFactory, ClassType
+    from core.common.errors import IanvsError
+
+    for other in ClassFactory.aliases(ClassType.GENERATOR):
+        if other == generator:
+            continue
+        try:
+            if name in generator_parameters(other).accepted:
+                return True
+        except (IanvsError, ImportError):
+            continue
+    return False
 
 
 class CodegenModel:
@@ -71,34 +93,58 @@ class CodegenModel:
         cls._parse(hyperparameters)
 
     @staticmethod
-    def _parse(hyperparameters: Mapping[str, Any]
+    def _parse(hyperparameters: Mapping[str, Any], who: str = "the codegen model"
                ) -> tuple[str, str, DecodingSettings, dict[str, Any]]:
+        """(generator, mode, decoding, generator options) of ``hyperparameters``; ``who``
+        names the model in errors (e.g. ``the comment model``).
+
+        A gold or broken control (generator ``canonical``/``broken``) sits in one grid beside
+        real generators, so it ignores an option another registered generator takes (e.g.
+        ``samples_path`` of ``replay``); every other generator refuses options it does not
+        take."""
         params = dict(hyperparameters)
         generator = str(params.pop("generator", DEFAULT_GENERATOR))
         mode = str(params.pop("mode", "complete"))
         decoding = {k: params.pop(k) for k in DECODING_KEYS if k in params}
         try:
             settings = DecodingSettings.from_mapping(decoding)
+        except DecodingError as exc:
+            raise ConfigError(f"decoding hyperparameter {exc.message}", key=exc.key,
+                              hint=exc.hint) from exc
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"bad decoding hyperparameters: {exc}") from exc
         if mode not in ("complete", "chat"):
-            raise ConfigError(f"mode must be 'complete' or 'chat', got {mode!r}")
-        takes = generator_parameters(generator)
+            raise ConfigError(f"mode must be 'complete' or 'chat', got {mode!r}", key="mode")
+        try:
+            takes = generator_parameters(generator)
+        except RegistryError as exc:
+            raise RegistryError(exc.message, hint=exc.hint, key="generator") from exc
         accepted = list(takes.accepted)
         unknown = sorted(set(params) - set(accepted))
+        if unknown and generator in CONTROL_GENERATORS and not takes.takes_any:
+            for name in [u for u in unknown if _other_generator_takes(u, generator)]:
+                params.pop(name)
+                unknown.remove(name)
         if unknown and not takes.takes_any:
             own = ["generator", "mode", *DECODING_KEYS]
             raise ConfigError(
-                f"hyperparameter {unknown[0]!r} is not used by the codegen model nor by "
+                f"hyperparameter {unknown[0]!r} is not used by {who} nor by "
                 f"generator {generator!r}",
                 hint=suggest(unknown[0], own + accepted)
                 or f"the model takes {', '.join(own)}; generator {generator!r} takes "
-                   f"{', '.join(accepted) or 'nothing'}")
+                   f"{', '.join(accepted) or 'nothing'}", key=unknown[0])
         missing = [name for name in takes.required if name not in params]
         if missing:
             raise ConfigError(f"generator {generator!r} needs hyperparameter {missing[0]!r}",
                               hint=f"add '- {missing[0]}: {{values: [...]}}' to the module's "
-                                   "hyperparameters")
+                                   "hyperparameters", key=missing[0])
+        cls = generator_class(generator)
+        for name, value in params.items():
+            problem = annotation_problem(cls, name, value) if name in accepted else None
+            if problem:
+                raise ConfigError(f"hyperparameter {name!r} of generator {generator!r} "
+                                  f"{problem}", key=name,
+                                  hint=f"change the value of '{name}' in the algorithm YAML")
         return generator, mode, settings, params
 
     def _make_generator(self, records: Sequence[dict[str, Any]]) -> Generator:

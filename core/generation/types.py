@@ -7,9 +7,12 @@ which is what prediction files store.
 """
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from core.common.errors import ConfigError
 
 Mode = Literal["complete", "chat"]
 MODES: tuple[str, ...] = ("complete", "chat")
@@ -25,6 +28,29 @@ DEFAULT_CHAT_INSTRUCTION = (
     "Complete the following Python function. Reply with the complete function "
     "(signature included) in one ```python code block."
 )
+
+
+class DecodingError(ConfigError, ValueError):
+    """A decoding setting with a wrong type or value; :attr:`key` names it. A
+    :class:`~core.common.errors.ConfigError` (one line, no traceback) and a ``ValueError``."""
+
+
+def _bad(key: str, problem: str) -> DecodingError:
+    """The error for setting ``key``: ``<key> <problem>``, with a valid example as the fix."""
+    example = _EXAMPLES.get(key)
+    return DecodingError(f"{key} {problem}", key=key,
+                         hint=f"write e.g. '{key}: {example}'" if example else
+                         f"the decoding settings are {', '.join(_EXAMPLES)}")
+
+
+#: a valid value of each decoding setting, for messages
+_EXAMPLES = {"temperature": "0.0", "top_p": "1.0", "max_tokens": "512", "stop": '["\\n\\n"]',
+             "seed": "1234", "n": "1"}
+
+
+def _number(value: Any, whole: bool) -> bool:
+    kind = numbers.Integral if whole else numbers.Real
+    return isinstance(value, kind) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -49,16 +75,31 @@ class DecodingSettings:
     n: int = 1
 
     def __post_init__(self) -> None:
+        """Raises :class:`DecodingError` (a ``ValueError``) naming the setting: a wrong type
+        (``max_tokens: "many"``) or value."""
+        for key, whole in (("temperature", False), ("top_p", False), ("max_tokens", True),
+                           ("n", True)):
+            value = getattr(self, key)
+            if not _number(value, whole):
+                raise _bad(key, f"must be a {'whole ' if whole else ''}number, got "
+                                f"{type(value).__name__} {value!r}")
+        if self.seed is not None and not _number(self.seed, True):
+            raise _bad("seed", f"must be a whole number or null, got "
+                               f"{type(self.seed).__name__} {self.seed!r}")
         if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+            raise _bad("temperature", f"must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+            raise _bad("top_p", f"must be in (0, 1], got {self.top_p}")
         if self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+            raise _bad("max_tokens", f"must be >= 1, got {self.max_tokens}")
         if self.n < 1:
-            raise ValueError(f"n must be >= 1, got {self.n}")
-        if self.stop is not None and not isinstance(self.stop, tuple):
-            object.__setattr__(self, "stop", tuple(self.stop))
+            raise _bad("n", f"must be >= 1, got {self.n}")
+        if self.stop is not None:
+            stop = (self.stop,) if isinstance(self.stop, str) else self.stop
+            if not isinstance(stop, (list, tuple)) or not all(isinstance(s, str) for s in stop):
+                raise _bad("stop", f"must be a string or a list of strings, got {self.stop!r}")
+            if not isinstance(self.stop, tuple):
+                object.__setattr__(self, "stop", tuple(stop))
 
     def resolved_stop(self, mode: str) -> tuple[str, ...]:
         """The stop strings actually sent for ``mode``."""
@@ -77,10 +118,8 @@ class DecodingSettings:
         known = {f for f in cls.__dataclass_fields__}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"unknown decoding settings {unknown}; known: {sorted(known)}")
-        if values.get("stop") is not None:
-            stop = values["stop"]
-            values["stop"] = (stop,) if isinstance(stop, str) else tuple(stop)
+            raise _bad(unknown[0], f"is not a decoding setting (unknown decoding settings "
+                                   f"{unknown}; known: {sorted(known)})")
         return cls(**values)
 
 

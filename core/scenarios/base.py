@@ -12,7 +12,21 @@ A task kind keeps together, in one package ``core/scenarios/<kind>/``:
 * the **answer extraction**: :meth:`TaskKind.answer`, the text to score in a reply;
 * the **metrics**: :meth:`TaskKind.metrics`, alias -> metric function, registered by the
   example's thin ``testenv/metrics.py``;
-* a **builder** (``ianvs dataset <kind> --from ...``), in the kind's ``builder.py``.
+* a **builder** (``ianvs dataset <kind> --from ...``), in the kind's ``builder.py``, offered
+  to the CLI as a :class:`DatasetCommand` in the registry (:mod:`core.scenarios`).
+
+The core (runner, testcase controller, report, sandbox CLI) reaches a kind only through the
+hooks below, never by importing it:
+
+* :meth:`TaskKind.check_job` -- checks (and prepares, e.g. container images) what the kind
+  needs of a job before any test case or model starts;
+* :meth:`TaskKind.run_facts` -- facts of a finished test case for the report's manifest;
+* :meth:`TaskKind.leak_view` -- what the model is shown and what the answer is, for the leak
+  check (:mod:`core.scenarios.leak_views`);
+* :meth:`TaskKind.rubric_path` -- the LLM judge's default rubric (``rubric.yaml`` beside the
+  kind's module);
+* :meth:`TaskKind.leftovers` -- what the kind leaves on a machine (listed and removed by
+  ``ianvs sandbox doctor`` / ``clean``).
 
 Kinds are registered in the project's one registry (:class:`ClassFactory`, group
 :data:`TASK_KIND`) and looked up by name with :func:`core.scenarios.get_kind`.
@@ -20,13 +34,16 @@ Kinds are registered in the project's one registry (:class:`ClassFactory`, group
 from __future__ import annotations
 
 import abc
+import argparse
 import hashlib
+import inspect
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.common.errors import DatasetError
+from core.common.errors import DatasetError, IanvsError
 from core.common.jsonl import iter_jsonl
 
 #: registry group of task kinds in :class:`core.common.class_factory.ClassFactory`
@@ -86,6 +103,51 @@ def finish_record(rec: dict[str, Any], record: Mapping[str, Any], prefix: str,
 
 
 MetricFn = Callable[..., Any]
+#: a leftover kind's (lister, remover): see :mod:`core.testenvmanager.sandbox.leftovers`
+LeftoverHooks = tuple[Callable[[], list[Any]], Callable[[str], bool]]
+
+
+@dataclass(frozen=True)
+class JobView:
+    """What :meth:`TaskKind.check_job` may read of a job (built by the runner and by
+    ``ianvs validate``; the kind never sees the job's objects themselves).
+
+    Attributes:
+        dataset: the testenv's dataset (``parse("test", "inference")`` reads the test split).
+        sandbox: the testenv ``sandbox:`` settings (possibly empty).
+        code_hooks: the record hooks the job trusts (testenv ``code_hooks:``).
+        metrics: the job's resolved metric functions, in testenv order (a metric that could not
+            be resolved is left out: its own error is reported where it is resolved).
+        source: the testenv file, for error messages.
+    """
+
+    dataset: Any
+    sandbox: Mapping[str, Any] = field(default_factory=dict)
+    code_hooks: tuple[str, ...] = ()
+    metrics: Sequence[Callable[..., Any]] = ()
+    source: Path | None = None
+
+
+@dataclass(frozen=True)
+class DatasetCommand:
+    """One ``ianvs dataset <name>`` subcommand, registered by a kind (or a family of kinds)
+    under :data:`core.scenarios.DATASET_COMMAND`.
+
+    Attributes:
+        help: one line for ``ianvs dataset -h``.
+        add_arguments: adds the subcommand's options to its parser.
+        run: builds the dataset; returns the exit status.
+        errors: exceptions that are the user's to fix (a one-line message, exit 1, traceback
+            only with ``--debug``).
+        logging_options: the subcommand takes ``--debug`` and ``--log-level`` itself (they are
+            also accepted before the subcommand's name).
+    """
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    errors: tuple[type[BaseException], ...] = (IanvsError, OSError)
+    logging_options: bool = False
 
 
 class TaskKind(abc.ABC):
@@ -142,11 +204,37 @@ class TaskKind(abc.ABC):
         """Validate every line of a dataset file; returns the number of records."""
         return sum(1 for _ in self.read(path))
 
+    # -- hooks the core calls (defaults: the kind needs nothing of the kind) --------------------
 
-def judged_metrics(kind_name: str) -> dict[str, MetricFn]:
-    """The judge-based metrics every text-scored kind offers: ``llm_judge`` (see
-    :mod:`core.scenarios.judge`) and ``human_judgment`` (see :mod:`core.scenarios.human`)."""
-    from core.scenarios.human import human_judgment
-    from core.scenarios.judge import make_judge_metric
+    def check_job(self, job: JobView, prepare: bool = True) -> None:
+        """Check what this kind needs of ``job`` beyond :meth:`validate` (and, when
+        ``prepare``, get it ready, e.g. build container images), before any test case starts.
+        Raises :class:`~core.common.errors.ConfigError` naming file and line. Default: nothing.
+        """
 
-    return {"llm_judge": make_judge_metric(kind_name), "human_judgment": human_judgment}
+    def run_facts(self, case_dir: Path) -> dict[str, Any]:
+        """Facts of a finished test case folder for the report's manifest (e.g. the timeouts
+        the sandbox used and which nodes graded), merged into the case's ``sandbox`` entry.
+        Default: none."""
+        return {}
+
+    def leak_view(self) -> Any:
+        """What the model is shown of a record and what its answer is, as a
+        :class:`core.scenarios.leak_views.LeakView` (None: the kind has no leak check yet;
+        builders then refuse to screen its records)."""
+        return None
+
+    def rubric_path(self) -> Path:
+        """The LLM judge's default rubric: ``rubric.yaml`` in the kind's own folder."""
+        return Path(inspect.getfile(type(self))).parent / "rubric.yaml"
+
+    def container_envs(self, path: Path) -> list[tuple[str | None, dict[str, str]]]:
+        """Container environments ``(run_env, {import name: PyPI name})`` the records of the
+        dataset file ``path`` need, for ``ianvs sandbox image build --dataset``. Default:
+        none."""
+        return []
+
+    def leftovers(self) -> Mapping[str, LeftoverHooks]:
+        """Leftover kinds this kind leaves on a machine: name -> (lister, remover) for
+        :func:`core.testenvmanager.sandbox.leftovers.register_leftovers`. Default: none."""
+        return {}

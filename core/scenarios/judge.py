@@ -38,15 +38,16 @@ from core.common.errors import ConfigError, IanvsError
 from core.generation import create_generator
 from core.generation.cache_key import GenerationCache, cached_generate, sample_key
 from core.generation.types import DecodingSettings, Generation, GenerationRequest
+from core.scenarios import get_kind
 from core.scenarios.base import TaskKind
 from core.scenarios.judge_controls import (CONTROL_FILE, DEFAULT_CONTROL_TASKS, DEFAULT_MIN_LOW,
                                            MIN_CONTROL_TASKS, JudgeInvalid, build_controls,
                                            control_requests, evaluate_controls)
-from core.scenarios.rubric import (RUBRIC_DIR, Rubric, load_rubric, pairwise_messages,
+from core.scenarios.rubric import (Rubric, kind_rubric, load_rubric, pairwise_messages,
                                    parse_preference, parse_scores, score_messages)
 from core.scenarios.scoring import ScoredSample, iter_samples, mean, record_per_task
 
-__all__ = ["JUDGE_CACHE", "JUDGE_ITEMS", "RUBRIC_DIR", "JudgeInvalid", "Rubric", "judge_columns",
+__all__ = ["JUDGE_CACHE", "JUDGE_ITEMS", "JudgeInvalid", "Rubric", "judge_columns",
            "load_rubric", "make_judge_metric", "pairwise_messages", "parse_preference",
            "parse_scores", "run_judge", "score_messages"]
 
@@ -110,7 +111,7 @@ def run_judge(kind: TaskKind, y_pred: Any, context: Any, generator: str = "embed
             or not 0.0 <= control_min <= 1.0:
         raise ConfigError(f"llm_judge: 'control_min' must be a number in 0..1, "
                           f"got {control_min!r}")
-    rub = load_rubric(Path(rubric) if rubric else RUBRIC_DIR / f"{kind.name}.yaml")
+    rub = kind_rubric(kind, rubric)
     errors: list[str] = []
     samples: list[ScoredSample] = list(iter_samples(kind, y_pred, context, errors))
     decoding = DecodingSettings(temperature=0.0, max_tokens=max_tokens)
@@ -222,7 +223,7 @@ def judge_columns(kind_name: str, pairwise: bool = True, rubric: str | None = No
     from core.generation import generator_parameters
 
     generator_parameters(generator)  # RegistryError (with suggestions) for an unknown name
-    rub = load_rubric(Path(rubric) if rubric else RUBRIC_DIR / f"{kind_name}.yaml")
+    rub = kind_rubric(get_kind(kind_name), rubric)
     cols = ["judge_valid", "judge_control_auc", "judge_control_low", "judge_score",
             *(f"judge_{d}" for d in rub.dimensions), "judge_accept_rate"]
     if pairwise:
@@ -240,8 +241,6 @@ def make_judge_metric(kind_name: str) -> Any:
                   rubric: str | None = None, pairwise: bool = True,
                   max_tokens: int = 48, control_tasks: int = DEFAULT_CONTROL_TASKS,
                   control_min: float = DEFAULT_MIN_LOW) -> dict[str, Any]:
-        from core.scenarios import get_kind
-
         try:
             return run_judge(get_kind(kind_name), y_pred, context, generator,
                              generator_options, rubric, pairwise, max_tokens, control_tasks,

@@ -27,7 +27,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from core.scenarios.leak_views import KINDS, screen, tally
+from core.scenarios import all_kinds
+from core.scenarios.leak_views import screen, tally
 
 __all__ = ["fix_file", "main"]
 
@@ -119,7 +120,8 @@ def fix_file(kind: str, path: Path, check: bool = False) -> Counter[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m core.scenarios.leak_fix",
                                      description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--kind", required=True, choices=sorted(KINDS), help="task kind of the files")
+    kinds = sorted(k.name for k in all_kinds() if k.leak_view() is not None)
+    parser.add_argument("--kind", required=True, choices=kinds, help="task kind of the files")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file leaks")
     parser.add_argument("files", nargs="+", type=Path, help="JSONL task files")
     args = parser.parse_args(argv)

@@ -44,7 +44,7 @@ class TaskKindModel(CodegenModel):
         params.setdefault("mode", get_kind(cls.kind).default_mode)
         if params["generator"] == "broken":
             params.setdefault("variant", "unrelated")
-        return CodegenModel._parse(params)
+        return CodegenModel._parse(params, who=f"the {cls.kind} model")
 
     @property
     def task_kind(self) -> TaskKind:

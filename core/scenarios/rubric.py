@@ -1,6 +1,7 @@
 """Judge rubrics: the YAML file format, the prompts built from it and strict reply parsing.
 
-**Rubric** (a YAML file; defaults in ``core/scenarios/rubrics/<kind>.yaml``): ``scale: [low,
+**Rubric** (a YAML file; a kind's default is ``rubric.yaml`` in its folder,
+:meth:`~core.scenarios.base.TaskKind.rubric_path`): ``scale: [low,
 high]``, ``accept_threshold``, ``dimensions`` (name -> what to grade; the Smart Coding
 proposal's functionality, reliability and interpretability) and the two prompt templates
 ``score_prompt`` (fields ``{task} {reference} {answer} {low} {high} {dimensions} {format}``)
@@ -18,11 +19,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from core.common.errors import ConfigError
 from core.common.yaml_loader import load_yaml
 
-RUBRIC_DIR = Path(__file__).parent / "rubrics"
 _PREF = re.compile(r"^\s*\**\s*(?:answer\s+)?(A|B|TIE)\s*\**\s*\.?\s*$", re.IGNORECASE)
 
 
@@ -37,6 +38,25 @@ class Rubric:
     score_prompt: str
     pairwise_prompt: str
     source: str = ""
+
+
+def kind_rubric(kind: Any, rubric: str | Path | None = None) -> Rubric:
+    """The rubric file ``rubric`` (the metric's ``rubric:`` parameter), else the kind's own
+    (:meth:`~core.scenarios.base.TaskKind.rubric_path`).
+
+    Raises:
+        ConfigError: the file is missing (saying how to give the kind a rubric) or malformed.
+    """
+    if rubric:
+        return load_rubric(Path(rubric))
+    path = kind.rubric_path()
+    if not path.is_file():
+        raise ConfigError(f"task kind {kind.name!r} has no judge rubric (looked for {path})",
+                          hint=f"write one there (copy core/scenarios/issue/rubric.yaml and "
+                               f"adapt its dimensions; docs/adding-a-scenario.md), give "
+                               f"llm_judge a 'rubric:' file, or remove llm_judge from the "
+                               f"testenv's metrics")
+    return load_rubric(path)
 
 
 def load_rubric(path: str | Path) -> Rubric:

@@ -8,11 +8,14 @@ do) is read from inside that folder.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from core.common.errors import DatasetError
 
@@ -56,3 +59,29 @@ def opened_source(path: Path) -> Iterator[Path]:
             raise DatasetError(f"cannot unpack the archive: {exc}", source=path) from exc
         entries = list(root.iterdir())
         yield entries[0] if len(entries) == 1 and entries[0].is_dir() else root
+
+
+def write_records(records: list[dict[str, Any]], out: Path) -> int:
+    """Write JSONL atomically; returns the count."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    os.replace(tmp, out)
+    return len(records)
+
+
+def write_built(records: list[dict[str, Any]], out: Path, leaks: Mapping[str, int]) -> int:
+    """Write a builder's records and its build report ``<out>.build.json`` (record count and
+    the leak check's tally), and say so on stdout; returns the count."""
+    from core.scenarios.leak_views import tally
+
+    count = write_records(records, out)
+    found = tally(leaks)
+    report_path = out.with_name(out.name + ".build.json")
+    report_path.write_text(json.dumps({"records": count, "leaks": found}, indent=1) + "\n",
+                           encoding="utf-8")
+    print(f"wrote {count} records to {out} (leak check: {found['dropped']} dropped; "
+          f"report {report_path})")
+    return count

@@ -34,6 +34,10 @@ from core.common.jsonl import lines_with_offsets
 
 logger = logging.getLogger(__name__)
 
+#: the folder beside the test cases of a job where the joint-inference paradigm caches both
+#: models' answers per task, so every router's test case reuses them
+JOINT_CACHE_DIR = "jointinference-cache"
+
 #: seconds between fsyncs of the prediction log (every line is flushed at once regardless)
 FSYNC_INTERVAL = 1.0
 

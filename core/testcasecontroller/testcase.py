@@ -32,8 +32,8 @@ from typing import Any
 from core.common.class_factory import ClassFactory, ClassType
 from core.common.errors import IanvsError, MetricInvalid, PluginError
 from core.common.names import inside_workspace
-from core.common.plugin_loader import load_plugin
 from core.common.redact import redact, register_secrets, scrub, secret_values
+from core.compat.plugin_loader import load_plugin
 from core.storymanager.rank.types import CaseResult, format_completion_time
 from core.testcasecontroller.algorithm.config import (IMPLEMENTED_PARADIGMS, AlgorithmConfig,
                                                      ModuleSpec, resolve_path_hyperparameters)
@@ -43,6 +43,7 @@ from core.testcasecontroller.metrics.calling import (MetricContext, PlainPredict
                                                      call_metric, declared_columns,
                                                      resolve_metric)
 from core.testcasecontroller.metrics.per_task import PER_TASK_VALUES_FILE
+from core.testcasecontroller.predictions import JOINT_CACHE_DIR
 from core.testenvmanager.testenv.testenv import TestEnvConfig
 
 logger = logging.getLogger(__name__)
@@ -276,10 +277,6 @@ def run_testcase(case: TestCase, testenv: TestEnvConfig, show_progress: bool = T
         _write_case_file(case, status="failed", started=started, error=text,
                          traceback=traceback.format_exc())
         return CaseOutcome(case, False, error=text, time=format_completion_time())
-
-
-#: folder of a job (beside its algorithms' folders) where jointinference modules cache answers
-JOINT_CACHE_DIR = "jointinference-cache"
 
 
 def _run_joint(case: TestCase, testenv: TestEnvConfig, test: Any, show_progress: bool

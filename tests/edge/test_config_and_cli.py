@@ -16,7 +16,7 @@ import pytest
 from .helpers import DaskExecutor, edge_cluster  # noqa: F401  (skips without the edge extra)
 
 from core.edge.certs import write_certs  # noqa: E402
-from core.edge.demo import write_demo_job  # noqa: E402
+from core.cmd.edge_demo import write_demo_job  # noqa: E402
 from core.edge.processes import EdgeCluster, WorkerSpec, free_port  # noqa: E402
 from core.edge.settings import parse_address  # noqa: E402
 
@@ -203,7 +203,7 @@ def test_the_same_job_runs_locally_by_changing_backend_only(job: Path, tmp_path:
     and the gold generators grade on this machine."""
     from core.cmd.job import load_job
     from core.cmd.runner import run_job
-    from core.testcasecontroller.metrics.code_execution import close_executors
+    from core.testenvmanager.sandbox.pool import close_executors
 
     _edit(job, backend="local")
     loaded = load_job(job)

@@ -37,7 +37,7 @@ def _sleepy(n: int, seconds: float) -> list[ExecRequest]:
 
 
 def _job(folder: Path, cluster: Any, subset: bool = True, **sandbox: Any) -> Path:
-    from core.edge.demo import write_demo_job
+    from core.cmd.edge_demo import write_demo_job
 
     path = write_demo_job(folder, cluster.address, cluster.certs, subset=subset)
     if sandbox:
@@ -63,7 +63,7 @@ def test_gold_generators_score_one_and_zero_through_dask(cluster, tmp_path: Path
     """canonical = 1.0 and broken = 0.0; every record names node, backend and isolation."""
     from core.cmd.job import load_job
     from core.cmd.runner import run_job
-    from core.testcasecontroller.metrics.code_execution import close_executors
+    from core.testenvmanager.sandbox.pool import close_executors
 
     try:
         summary = run_job(load_job(_job(tmp_path, cluster, batch_size=4)), show_progress=False,
@@ -126,7 +126,7 @@ def test_each_node_starts_its_executor_once_not_per_task(cluster) -> None:
 def test_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     """kill -9 of a worker (nanny, worker and its sandbox) in mid-batch: its samples are graded
     by the other node and executions.jsonl holds each sample exactly once."""
-    from core.testcasecontroller.metrics.code_execution import close_executors, iter_results
+    from core.testenvmanager.sandbox.pool import close_executors, iter_results
 
     records, preds = [], []
     for i in range(24):
@@ -188,7 +188,8 @@ def test_no_worker_is_decided_once_for_every_metric() -> None:
     """Through the metrics' shared executor cache: the first metric waits node_timeout, the
     next ones get the same error at once."""
     from core.edge.executor import NoEdgeNodeError
-    from core.testcasecontroller.metrics.code_execution import _executor, close_executors
+    from core.testenvmanager.sandbox.pool import close_executors
+    from core.testenvmanager.sandbox.pool import shared_executor as _executor
 
     with edge_cluster(names=(), wait=0) as cl:
         options = sandbox_options(cl, node_timeout=2)

@@ -127,8 +127,8 @@ def test_dask_run_manifest_names_the_graders(tmp_path: Path) -> None:
     every executed sample."""
     from core.cmd.job import load_job
     from core.cmd.runner import run_job
-    from core.edge.demo import write_demo_job
-    from core.testcasecontroller.metrics.code_execution import close_executors
+    from core.cmd.edge_demo import write_demo_job
+    from core.testenvmanager.sandbox.pool import close_executors
 
     with edge_cluster() as cl:
         job = write_demo_job(tmp_path, cl.address, cl.certs, subset=True)

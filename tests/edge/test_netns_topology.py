@@ -128,8 +128,8 @@ def _listeners(prefix: list[str]) -> set[str]:
 def test_gold_generators_through_delayed_edge_links(topo, tmp_path: Path) -> None:
     from core.cmd.job import load_job
     from core.cmd.runner import run_job
-    from core.edge.demo import write_demo_job
-    from core.testcasecontroller.metrics.code_execution import close_executors
+    from core.cmd.edge_demo import write_demo_job
+    from core.testenvmanager.sandbox.pool import close_executors
 
     _topo, cluster = topo
     path = write_demo_job(tmp_path, cluster.address, cluster.certs)

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from core.common.errors import IanvsError
-from core.datasets.humaneval import iter_humaneval, select_tasks
+from core.scenarios.codegen.humaneval import iter_humaneval, select_tasks
 from core.generation import DecodingSettings, GenerationRequest
 from core.generation.embedded import MAX_INSTANCES, EmbeddedGenerator, default_instances
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from core.common.errors import ConfigError, IanvsError
-from core.datasets.humaneval import iter_humaneval, select_tasks
+from core.scenarios.codegen.humaneval import iter_humaneval, select_tasks
 from core.generation import DecodingSettings, GenerationRequest, create_generator
 from core.generation.embedded import EmbeddedGenerator
 from core.generation.openai_http import OpenAIGenerator, sanitize_url

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.datasets.humaneval import iter_humaneval
+from core.scenarios.codegen.humaneval import iter_humaneval
 from core.generation.extract import complete_code, extract_code, fenced_blocks, truncate_at_stops
 
 FIXTURE = Path(__file__).parent / "fixtures" / "chat_outputs.jsonl"

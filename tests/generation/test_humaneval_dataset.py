@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from core.common.errors import DatasetError
-from core.datasets.codegen import CodegenTask, read_codegen_jsonl
-from core.datasets.humaneval import HUMANEVAL_COUNT, convert_humaneval, iter_humaneval, select_tasks
+from core.scenarios.codegen.task import CodegenTask, read_codegen_jsonl
+from core.scenarios.codegen.humaneval import HUMANEVAL_COUNT, convert_humaneval, iter_humaneval, select_tasks
 from tests.runner.conftest import run_cli
 
 

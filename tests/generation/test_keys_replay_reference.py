@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from core.common.errors import ConfigError, DatasetError, RegistryError
-from core.datasets.humaneval import iter_humaneval, select_tasks
+from core.scenarios.codegen.humaneval import iter_humaneval, select_tasks
 from core.generation import (DecodingSettings, Generation, GenerationRequest, Generator,
                              cached_generate, create_generator, sample_key)
 from core.generation.cache_key import load_cache

@@ -116,8 +116,8 @@ def test_validate_ok_and_reports_problems(toy: Path) -> None:
         'name: "toy"', 'name: "toi"'))
     bad = run_cli("validate", "-f", "benchmarkingjob.yaml", cwd=toy)
     assert bad.returncode == 1
-    assert "'npreds' is not produced" in bad.stdout and "did you mean 'npred'" in bad.stdout
-    assert "does not register 'toi'" in bad.stdout and "'toy'" in bad.stdout
+    assert "'npreds' is not produced" in bad.stderr and "did you mean 'npred'" in bad.stderr
+    assert "does not register 'toi'" in bad.stderr and "'toy'" in bad.stderr
     assert not (toy / "workspace").exists()
 
 

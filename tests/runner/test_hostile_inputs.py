@@ -29,8 +29,8 @@ from core.common.errors import ConfigError, DatasetError, IanvsError
 from core.common.jsonl import iter_jsonl
 from core.common.names import inside_workspace, plain_name_problem
 from core.common.yaml_loader import MAX_ALIAS_EXPANSION, load_yaml, parse_yaml
-from core.testcasecontroller.metrics.code_execution import check_records
-from core.testcasecontroller.metrics.code_tasks import check_executable
+from core.scenarios.codegen.execution import check_records
+from core.scenarios.codegen.records import check_executable
 from core.testenvmanager.dataset.parsers import CsvDataset, JsonDataset
 from tests.runner.conftest import run_cli
 from tests.smart_coding.conftest import codegen_job, read_jsonl  # noqa: F401 - fixture

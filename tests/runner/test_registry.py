@@ -8,7 +8,7 @@ import pytest
 
 from core.common.class_factory import ClassFactory, ClassType
 from core.common.errors import PluginError, RegistryError
-from core.common.plugin_loader import load_plugin
+from core.compat.plugin_loader import load_plugin
 
 PLUGIN = """
 from sedna.common.class_factory import ClassFactory, ClassType

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from core.common.class_factory import ClassFactory, ClassType
-from core.common.plugin_loader import load_plugin
+from core.compat.plugin_loader import load_plugin
 from core.compat import sedna_shim
 from core.compat.sedna_datasources import (BaseDataSource, CSVDataParse, IndexDataParse,
                                            JSONDataParse, TxtDataParse)
@@ -651,7 +651,7 @@ def test_runtime_shim_installs_module_objects_when_pypi_sedna_shadows(tmp_path: 
         except ImportError:
             print("plain import fails")
         from pathlib import Path
-        from core.common.plugin_loader import load_plugin
+        from core.compat.plugin_loader import load_plugin
         from core.compat.sedna_file_ops import FileOps
         cls = load_plugin(Path({str(plugin)!r})).lookup("general", "shimmed")
         print(cls().parse({str(data)!r}))

@@ -16,14 +16,14 @@ import tests.scenarios.scripted_judge  # noqa: F401 - registers scripted_judge
 from core.scenarios import judge as judge_module
 from core.common.errors import ConfigError
 from core.scenarios import get_kind
-from core.scenarios.judge import (JUDGE_CACHE, JUDGE_ITEMS, RUBRIC_DIR, JudgeInvalid,
+from core.scenarios.judge import (JUDGE_CACHE, JUDGE_ITEMS, JudgeInvalid,
                                   load_rubric, parse_preference, parse_scores, run_judge)
 from core.scenarios.agreement import bootstrap_interval
 from core.scenarios.judge_controls import (CONTROL_FILE, DEFAULT_MIN_LOW, broken_answer,
                                            build_controls, evaluate_controls, request_id)
 from tests.scenarios.conftest import BENCH, read_jsonl
 
-RUBRIC = load_rubric(RUBRIC_DIR / "issue.yaml")
+RUBRIC = load_rubric(get_kind("issue").rubric_path())
 
 
 @pytest.fixture(autouse=True)
@@ -67,7 +67,7 @@ def test_preference_parsing(reply: str, expected: str | None) -> None:
 
 def test_rubric_errors_name_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "rubric.yaml"
-    bad.write_text((RUBRIC_DIR / "issue.yaml").read_text().replace("scale: [1, 5]",
+    bad.write_text((get_kind("issue").rubric_path()).read_text().replace("scale: [1, 5]",
                                                                    "scale: [5, 1]"))
     with pytest.raises(ConfigError, match=r"rubric.yaml: 'scale' must be"):
         load_rubric(bad)
@@ -262,4 +262,4 @@ def test_validate_checks_the_judge_settings(scenario_job, tmp_path: Path) -> Non
     job = scenario_job("issue", ["reference"], judge=judge)
     res = run_cli("validate", "-f", str(job), cwd=tmp_path)
     assert res.returncode == 1
-    assert "unknown generator 'embeded'" in res.stdout and "did you mean 'embedded'" in res.stdout
+    assert "unknown generator 'embeded'" in res.stderr and "did you mean 'embedded'" in res.stderr

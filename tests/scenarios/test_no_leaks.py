@@ -15,27 +15,36 @@ from typing import Any
 
 import pytest
 
-from core.scenarios.commit_message.builder import CommitTaskOptions, build_commit_tasks
+from core.scenarios.trajectories.commit_message.builder import CommitTaskOptions, build_commit_tasks
 from core.scenarios.leak_fix import fix_file
 from core.scenarios.leak_views import find_leak, screen
 from core.scenarios.leaks import (CODE_COVERAGE, MIN_CODE_CHARS, NEAR_COPY_RATIO, code_leak,
                                   code_lines, coverage, normalise, ratio, text_leak)
 from tests.scenarios.conftest import BENCH, read_jsonl, write_jsonl
 
-#: bench folder -> task kind of its data files (selfalign mixes two: by file name)
-FOLDER_KIND = {"commit_message": "commit_message", "comment": "comment", "issue": "issue",
-               "implement_change": "implement_change", "revise": "revise", "repo": "repo",
-               "codegen": "codegen", "codegen_packages": "codegen"}
-
-
 def _kind_of(path: Path) -> str:
-    folder = path.parent.parent.name
-    if folder == "selfalign":
-        return "repo" if path.name.startswith("repo_") else "codegen"
-    if folder not in FOLDER_KIND:
-        raise AssertionError(f"{path}: no task kind known for bench folder {folder!r}; add it to "
-                             "FOLDER_KIND (and a view to core.scenarios.leak_views if it is new)")
-    return FOLDER_KIND[folder]
+    """The task kind of a shipped data file, read off its example's testenv files (the kind
+    named by the testenv whose test index is the file, also in a commented-out alternative,
+    else the one kind all of the folder's testenvs name; a testenv without ``task_kind`` is
+    codegen). Nothing here lists kinds."""
+    import re
+
+    from core.common.yaml_loader import load_yaml
+    from core.scenarios import DEFAULT_KIND
+
+    kinds: dict[str, str] = {}
+    for env in sorted((path.parent.parent / "testenv").glob("*.yaml")):
+        data = load_yaml(env)["testenv"]
+        kind = data.get("task_kind") or DEFAULT_KIND
+        kind = str(kind["name"] if isinstance(kind, dict) else kind)
+        indexes = re.findall(r"test_index:\s*[\"']?([^\"'\s]+)", env.read_text(encoding="utf-8"))
+        if path.name in {Path(index).name for index in indexes}:
+            return kind
+        kinds[env.name] = kind
+    if len(set(kinds.values())) == 1:
+        return next(iter(kinds.values()))
+    raise AssertionError(f"{path}: its task kind is unknown (testenv kinds {kinds}); make it the "
+                         "test_index of one of the folder's testenv files")
 
 
 SHIPPED = sorted(BENCH.glob("*/data/*.jsonl"))
@@ -206,8 +215,39 @@ def test_repo_model_written_problem_that_shows_the_body_is_masked() -> None:
 
 
 def test_unknown_kind_is_an_error() -> None:
-    with pytest.raises(ValueError, match="no leak view"):
+    with pytest.raises(ValueError, match="unknown task kind 'nope'"):
         find_leak("nope", {})
+
+
+def test_a_kind_without_a_leak_view_cannot_be_screened() -> None:
+    """A kind's leak view is its own (:meth:`TaskKind.leak_view`); a kind that has none is
+    refused with the fix, never screened as if nothing leaked."""
+    from core.common.class_factory import ClassFactory
+    from core.scenarios import TASK_KIND
+    from core.scenarios.base import TaskKind
+
+    class NoView(TaskKind):
+        name = "noview"
+
+        def validate(self, record: Any, source: str | None = None,
+                     line: int | None = None) -> dict[str, Any]:
+            return dict(record)
+
+        def messages(self, record: Any) -> list[dict[str, str]]:
+            return []
+
+        def reference(self, record: Any) -> str:
+            return ""
+
+        def judge_view(self, record: Any) -> dict[str, str]:
+            return {}
+
+    ClassFactory.register_cls(NoView, TASK_KIND, "noview")
+    try:
+        with pytest.raises(ValueError, match="has no leak view: give its TaskKind a leak_view"):
+            screen("noview", {"id": "x"})
+    finally:
+        ClassFactory.unregister(TASK_KIND, "noview")
 
 
 # --- builder report and the in-place fixer -------------------------------------------------------

@@ -53,7 +53,7 @@ def test_validate_and_run_stop_at_the_bad_line(scenario_job, tmp_path: Path) -> 
     job = scenario_job("issue", ["reference"], test_index=data)
     res = run_cli("validate", "-f", str(job), cwd=tmp_path)
     assert res.returncode == 1
-    assert f"{data}:3: field 'answer_1.body' must be a string, got a int" in res.stdout
+    assert f"{data}:3: field 'answer_1.body' must be a string, got a int" in res.stderr
     res = run_cli("-f", str(job), "--no-progress", cwd=tmp_path)
     assert res.returncode == 1 and "Traceback" not in res.stderr
     assert f"ianvs: error: {data}:3: field 'answer_1.body'" in res.stderr
@@ -66,9 +66,10 @@ def test_unknown_task_kind_is_a_config_error(scenario_job, tmp_path: Path) -> No
     env = job.parent / "testenv" / "testenv.yaml"
     env.write_text(env.read_text().replace('task_kind: "issue"', 'task_kind: "isue"'))
     res = run_cli("validate", "-f", str(job), cwd=tmp_path)
+    out = res.stdout + res.stderr  # validate lists every problem it finds
     assert res.returncode == 1
-    assert "'testenv.task_kind' unknown task kind 'isue'" in res.stderr
-    assert "did you mean 'issue'" in res.stderr
+    assert "'testenv.task_kind' unknown task kind 'isue'" in out
+    assert "did you mean 'issue'" in out
 
 
 def test_upstream_metadata_layout_runs(scenario_job, tmp_path: Path) -> None:

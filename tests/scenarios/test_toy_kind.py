@@ -110,4 +110,4 @@ def test_a_toy_kind_added_as_documented(tmp_path: Path) -> None:
     # and its schema guards the data like the built-in kinds
     write_jsonl(root / "data" / "titles.jsonl", [{"id": "x", "text": "t"}])
     res = run_cli("validate", "-f", str(job), cwd=tmp_path)
-    assert res.returncode == 1 and "titles.jsonl:1: field 'title' must be a string" in res.stdout
+    assert res.returncode == 1 and "titles.jsonl:1: field 'title' must be a string" in res.stderr

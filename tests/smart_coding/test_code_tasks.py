@@ -1,4 +1,4 @@
-"""Records' eval-framework execution fields (:mod:`core.testcasecontroller.metrics.code_tasks`):
+"""Records' eval-framework execution fields (:mod:`core.scenarios.codegen.records`):
 only the project's hooks (alias or dotted name) or ones the job trusts are resolved, through
 the registry; checks with one clear error; verdicts from ``output_parse_fn`` only for runs that
 finished."""
@@ -8,11 +8,10 @@ import pytest
 
 from core.common.class_factory import ClassFactory
 from core.common.errors import ConfigError
-from core.testcasecontroller.metrics.code_tasks import (CODE_HOOK, append_test_code, code_task,
-                                                        last_line_is_ok, parse_verdict,
-                                                        resolve_hook)
+from core.scenarios.codegen.records import (CODE_HOOK, append_test_code, code_task,
+                                            last_line_is_ok, parse_verdict, resolve_hook)
 
-LAST_OK = "core.testcasecontroller.metrics.code_tasks:last_line_is_ok"
+LAST_OK = "core.scenarios.codegen.records:last_line_is_ok"
 
 
 def test_project_hooks_by_alias_or_dotted_name_through_the_registry() -> None:
@@ -20,7 +19,7 @@ def test_project_hooks_by_alias_or_dotted_name_through_the_registry() -> None:
         fn = resolve_hook(name, "r", "output_parse_fn")
         assert fn is last_line_is_ok and ClassFactory.get_cls(CODE_HOOK, name) is last_line_is_ok
         assert fn("x\nOK\n") is True
-    for name in ("append_test_code", "core.testcasecontroller.metrics.code_tasks:append_test_code"):
+    for name in ("append_test_code", "core.scenarios.codegen.records:append_test_code"):
         assert resolve_hook(name, "r", "snippet_merge_fn") is append_test_code
 
 

@@ -59,8 +59,8 @@ def test_numpy_tasks_gold_on_docker(job: Path) -> None:
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("output_parse_fn", "core.testcasecontroller.metrics.code_tasks:no_such_fn",
-     "output_parse_fn 'core.testcasecontroller.metrics.code_tasks:no_such_fn' is not an allowed "
+    ("output_parse_fn", "core.scenarios.codegen.records:no_such_fn",
+     "output_parse_fn 'core.scenarios.codegen.records:no_such_fn' is not an allowed "
      "hook"),
     ("snippet_merge_fn", "os:system", "snippet_merge_fn 'os:system' is not an allowed hook"),
     ("run_env", "ianvs-no-such-image:0", "image 'ianvs-no-such-image:0' does not exist"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from core.testcasecontroller.metrics.codegen import edge_cost, generation_wall_s
+from core.testcasecontroller.metrics.edge_cost import edge_cost, generation_wall_s
 
 
 def _pred(*samples: dict) -> dict:

@@ -20,9 +20,9 @@ import pytest
 
 from core.common.class_factory import ClassFactory
 from core.common.errors import ConfigError
-from core.testcasecontroller.metrics.code_execution import (check_records, close_executors,
-                                                            iter_results)
-from core.testcasecontroller.metrics.code_tasks import CODE_HOOK, code_task
+from core.scenarios.codegen.execution import check_records, iter_results
+from core.scenarios.codegen.records import CODE_HOOK, code_task
+from core.testenvmanager.sandbox.pool import close_executors
 from tests.smart_coding.conftest import write_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
@@ -164,8 +164,9 @@ def test_validate_reports_a_hostile_dataset(hook: str, hook_job: Callable[..., P
     job = hook_job([_record("Evil/1", "snippet_merge_fn", hook, shell_marker)])
     res = _cli("validate", "-f", str(job), cwd=tmp_path, pythonpath=[plugins])
     assert res.returncode == 1, res.stdout + res.stderr
-    errors = [line for line in res.stdout.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, res.stdout
+    errors = [line for line in res.stderr.splitlines()
+              if line.startswith("ianvs: error:") and "problem(s) found" not in line]
+    assert len(errors) == 1, res.stderr
     assert f"{tmp_path / 'tasks.jsonl'}:1: record 'Evil/1'" in errors[0]
     _assert_clear_refusal(errors[0], "Evil/1", "snippet_merge_fn", hook)
     assert "Traceback" not in res.stdout + res.stderr
@@ -203,10 +204,11 @@ def test_a_bad_code_hooks_entry_names_testenv(hook_job: Callable[..., Path],
                    trust=["os.system"])
     res = _cli("validate", "-f", str(job), cwd=tmp_path, pythonpath=[])
     assert res.returncode == 1
-    line = next(x for x in res.stderr.splitlines() if x.startswith("ianvs: error:"))
+    out = res.stdout + res.stderr  # validate lists every problem it finds, one line each
+    line = next(x for x in out.splitlines() if x.startswith(("ianvs: error:", "error:")))
     assert "testenv.yaml" in line and "'testenv.code_hooks' entry must be 'package.module:function'" \
-        in line and "'os.system'" in line, res.stderr
-    assert "Traceback" not in res.stderr
+        in line and "'os.system'" in line, out
+    assert "Traceback" not in out
 
 
 def test_image_building_ignores_hook_fields(plugins: Path, tmp_path: Path) -> None:

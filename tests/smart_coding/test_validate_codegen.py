@@ -36,8 +36,8 @@ def test_bad_hyperparameters_are_reported(codegen_job, tmp_path: Path, hyperpara
     job = codegen_job(hyperparameters)
     res = run_cli("validate", "-f", str(job), cwd=tmp_path)
     assert res.returncode == 1, res.stdout + res.stderr
-    assert expected in res.stdout, res.stdout
-    assert "gen_algorithm.yaml" in res.stdout and "Traceback" not in res.stdout + res.stderr
+    assert expected in res.stderr, res.stderr
+    assert "gen_algorithm.yaml" in res.stderr and "Traceback" not in res.stdout + res.stderr
     assert not (tmp_path / "workspace").exists()
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from core.scenarios import register_kind_leftovers
 from core.testenvmanager.sandbox.leftovers import discover
 from tests.processes import running
 
@@ -78,6 +79,7 @@ def test_a_killed_run_leaves_nothing_running_and_the_next_run_starts_clean() -> 
     assert not [p for p in started if running(p)], "processes outlived their killed owner"
 
     # what stays on disk belongs to a dead owner; clean removes it, a live run's is never touched
+    register_kind_leftovers()  # the repo kind's postgres folders, as 'ianvs sandbox clean' does
     dead = [item for item in discover() if item.owner == child.pid]
     assert all(not item.alive for item in dead), dead
     res = subprocess.run([sys.executable, "-m", "core.cmd.benchmarking", "sandbox", "clean"],

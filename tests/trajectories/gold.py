@@ -5,7 +5,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from core.scenarios.implement_change.scoring import task_sample
+from core.scenarios.trajectories.implement_change.scoring import task_sample
 from core.scenarios.repo.env import ensure_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
 from core.scenarios.repo.scoring import source_root

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from core.scenarios.implement_change import whole_files_reply
-from core.scenarios.implement_change.answer import parse_change
-from core.scenarios.implement_change.paths import TestSide, canonical_path, gold_refusals
-from core.scenarios.implement_change.scoring import parse_for_task
+from core.scenarios.trajectories.implement_change import whole_files_reply
+from core.scenarios.trajectories.implement_change.answer import parse_change
+from core.scenarios.trajectories.implement_change.paths import TestSide, canonical_path, gold_refusals
+from core.scenarios.trajectories.implement_change.scoring import parse_for_task
 from core.scenarios.repo.view import make_view
-from core.scenarios.revise.metrics import _tested
+from core.scenarios.trajectories.revise.metrics import _tested
 
 CORE = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n"
 RIGHT = CORE.replace("return a + b\n", "return a * b\n").replace("return a * b\n", "return a + b\n", 1)
@@ -275,7 +275,7 @@ def test_gold_refusals_name_a_change_no_reply_could_make(root: Path) -> None:
 def test_revise_builder_grades_by_similarity_a_step_that_edits_the_test_config(tmp_path: Path) -> None:
     """The step that fixes ``mul`` (flipping its test) also adds a ``tox.ini``: a reply could
     never pass it by tests (the file is refused), so it is graded by similarity, and says why."""
-    from core.scenarios.revise.builder import ReviseOptions, build_revise_tasks
+    from core.scenarios.trajectories.revise.builder import ReviseOptions, build_revise_tasks
     from core.scenarios.trajectories.builder import TrajectoryOptions, build_trajectories
     from tests.scenarios.conftest import read_jsonl
     from tests.trajectories.conftest import MIT, commit, git
@@ -311,8 +311,8 @@ def test_a_forging_conftest_does_not_pass_a_wrong_change(root: Path, tmp_path: P
     without pinning and without the grading policy (the attack is real), refused by the policy
     without pinning (it imports pytest), not passed with the test side pinned; the graders
     refuse the reply before running it (implement-change and revise alike)."""
-    from core.scenarios.implement_change.builder import write_archive
-    from core.scenarios.implement_change.scoring import grade
+    from core.scenarios.trajectories.implement_change.builder import write_archive
+    from core.scenarios.trajectories.implement_change.scoring import grade
     from core.scenarios.repo.env import ensure_env
     from core.scenarios.repo.execute import Sample, default_views_dir, run_samples
     from core.scenarios.repo.source import content_hash
@@ -353,8 +353,8 @@ def test_a_wrong_change_that_patches_grading_is_a_violation(root: Path, tmp_path
     """Issue 43: a whole-file reply whose module-level statement reaches pytest, sys.modules or
     builtins is ``sandbox_violation`` through both graders (implement-change and revise), and
     the same file without the attack is graded as usual (its wrong ``mul`` fails)."""
-    from core.scenarios.implement_change.builder import write_archive
-    from core.scenarios.implement_change.scoring import grade
+    from core.scenarios.trajectories.implement_change.builder import write_archive
+    from core.scenarios.trajectories.implement_change.scoring import grade
     from core.scenarios.repo.source import content_hash
 
     sources = tmp_path / "sources"

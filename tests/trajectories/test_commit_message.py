@@ -10,8 +10,8 @@ import pytest
 
 from core.common.errors import DatasetError
 from core.scenarios import get_kind
-from core.scenarios.commit_message.builder import CommitTaskOptions, build_commit_tasks, outline
-from core.scenarios.commit_message.metrics import score_message
+from core.scenarios.trajectories.commit_message.builder import CommitTaskOptions, build_commit_tasks, outline
+from core.scenarios.trajectories.commit_message.metrics import score_message
 from core.scenarios.trajectories.builder import TrajectoryOptions, build_trajectories
 from core.scenarios.trajectories.filters import FilterOptions
 from tests.runner.conftest import run_cli

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from core.scenarios.implement_change import whole_files_reply
-from core.scenarios.implement_change.answer import parse_change
+from core.scenarios.trajectories.implement_change import whole_files_reply
+from core.scenarios.trajectories.implement_change.answer import parse_change
 
 OLD = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
 NEW = OLD.replace("return a - b", "return a - b  # difference") + "\n\ndef mul(a, b):\n    return a * b\n"

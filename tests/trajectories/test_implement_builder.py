@@ -8,7 +8,7 @@ from __future__ import annotations
 import tarfile
 from pathlib import Path
 
-from core.scenarios.implement_change.builder import ImplementOptions, build_implement_tasks
+from core.scenarios.trajectories.implement_change.builder import ImplementOptions, build_implement_tasks
 from core.scenarios.trajectories.builder import TrajectoryOptions, build_trajectories
 from tests.scenarios.conftest import read_jsonl
 from tests.trajectories.conftest import MIT, commit, git

@@ -29,7 +29,7 @@ def gold_key() -> Verified:
     """What these gold controls depend on: the shipped sets and sources, the grading code (the
     kind's, the repo kind's it runs on, the sandbox) and this test."""
     return Verified("gold-implement_change",
-                    [DATA, REPO / "core/scenarios/implement_change", REPO / "core/scenarios/repo",
+                    [DATA, REPO / "core/scenarios/trajectories/implement_change", REPO / "core/scenarios/repo",
                      REPO / "core/testenvmanager/sandbox", Path(__file__), REPO / "tests/trajectories/gold.py"],
                     [f"grading={GRADING_VERSION}"])
 

@@ -9,9 +9,9 @@ import pytest
 
 from core.common.errors import DatasetError
 from core.scenarios import get_kind
-from core.scenarios.implement_change import whole_files_reply
-from core.scenarios.revise.builder import ReviseOptions, build_revise_tasks
-from core.scenarios.revise.metrics import changed_lines, score_revision
+from core.scenarios.trajectories.implement_change import whole_files_reply
+from core.scenarios.trajectories.revise.builder import ReviseOptions, build_revise_tasks
+from core.scenarios.trajectories.revise.metrics import changed_lines, score_revision
 from core.scenarios.trajectories.builder import TrajectoryOptions, build_trajectories
 from core.scenarios.trajectories.filters import FilterOptions
 from tests.scenarios.conftest import BENCH, read_jsonl
@@ -94,13 +94,13 @@ def test_shipped_test_graded_tasks_gold_in_the_sandbox(request: pytest.FixtureRe
     from core.scenarios.repo.scoring import GRADING_VERSION
     from tests.verified import REPO, Verified, skip_if_verified
 
-    verified = Verified("gold-revise", [BENCH / "revise" / "data", REPO / "core/scenarios/revise",
-                                        REPO / "core/scenarios/implement_change", REPO / "core/scenarios/repo",
+    verified = Verified("gold-revise", [BENCH / "revise" / "data", REPO / "core/scenarios/trajectories/revise",
+                                        REPO / "core/scenarios/trajectories/implement_change", REPO / "core/scenarios/repo",
                                         REPO / "core/testenvmanager/sandbox", Path(__file__),
                                         REPO / "tests/trajectories/gold.py"],
                         [f"grading={GRADING_VERSION}"])
     skip_if_verified(verified, request, "revise gold controls")
-    from core.scenarios.revise.metrics import _tested
+    from core.scenarios.trajectories.revise.metrics import _tested
     from tests.trajectories.gold import gold_and_unchanged
 
     kind = get_kind("revise")

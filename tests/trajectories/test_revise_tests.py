@@ -13,12 +13,12 @@ import pytest
 
 from core.common.errors import DatasetError
 from core.scenarios import get_kind
-from core.scenarios.implement_change.scoring import grade
+from core.scenarios.trajectories.implement_change.scoring import grade
 from core.scenarios.repo.env import ensure_env
 from core.scenarios.repo.execute import Sample, default_views_dir, run_samples
 from core.scenarios.repo.scoring import source_root
-from core.scenarios.revise.builder import GRADING_REASONS, ReviseOptions, build_revise_tasks
-from core.scenarios.revise.metrics import _tested, revise_scores
+from core.scenarios.trajectories.revise.builder import GRADING_REASONS, ReviseOptions, build_revise_tasks
+from core.scenarios.trajectories.revise.metrics import _tested, revise_scores
 from core.scenarios.trajectories.builder import TrajectoryOptions, build_trajectories
 from tests.scenarios.conftest import read_jsonl
 from tests.trajectories.conftest import MIT, commit, git
@@ -149,7 +149,7 @@ def test_metric_resumes_from_its_executions_log(built: dict[str, Any], tmp_path:
     """A test-graded sample's result goes to revise_executions.jsonl as it arrives; a rerun with
     the same reply takes it from there (the logged verdict is what counts, shown by editing it),
     a cut last line is ignored, and another reply runs afresh."""
-    from core.scenarios.revise.metrics import EXECUTIONS_FILE
+    from core.scenarios.trajectories.revise.metrics import EXECUTIONS_FILE
 
     kind = get_kind("revise")
     fix = kind.validate(built["tasks"][built["ids"]["s2"]])

@@ -53,7 +53,7 @@ def _seconds(answer: Any, name: str = "latency_s") -> float:
 
 def _graded(records: list[dict[str, Any]], answers: list[Any], context: Any,
             workspace: Path) -> list[bool]:
-    from core.testcasecontroller.metrics.code_execution import iter_results
+    from core.scenarios.codegen.execution import iter_results
 
     return [bool(rows) and all(r.passed for r in rows)
             for rows in iter_results(records, answers, context.sandbox, workspace,
@@ -108,7 +108,7 @@ cloudedge.columns = lambda: list(COLUMNS)  # type: ignore[attr-defined]
 def _oracle(records: list[dict[str, Any]], context: Any, workspace: Path) -> float:
     """Share of tasks that the case's edge or cloud model answers correctly, from the job's
     shared answers; NaN when either model has not answered every task yet."""
-    from core.testcasecontroller.testcase import JOINT_CACHE_DIR
+    from core.testcasecontroller.predictions import JOINT_CACHE_DIR
     from core.scenarios.cloudedge.models import ANSWERS_FILE, CACHE_FILE, MODELS_FILE
 
     cache_dir = workspace.parent.parent / JOINT_CACHE_DIR

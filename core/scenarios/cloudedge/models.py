@@ -64,7 +64,8 @@ class CodeModel:
 
     def __init__(self, **hyperparameters: Any) -> None:
         (self.generator_name, self.mode, self.decoding,
-         self.generator_params) = CodegenModel._parse(hyperparameters)
+         self.generator_params) = CodegenModel._parse(hyperparameters,
+                                                         who="the cloud-edge model")
         if self.decoding.n != 1:
             raise ConfigError("the cloud-edge models answer with one sample per task (n: 1)")
         self._generator: Generator | None = None

@@ -139,7 +139,7 @@ class RandomRouter(_Router):
 
 def _grade(ctx: Any, record: dict[str, Any], answer: dict[str, Any]) -> bool:
     """True when ``answer``'s program passes ``record``'s tests in the sandbox."""
-    from core.testcasecontroller.metrics.code_execution import iter_results
+    from core.scenarios.codegen.execution import iter_results
 
     # the job-wide folder: its execution cache serves every router and case of a sweep
     results = next(iter(iter_results([record], [answer], ctx.sandbox, ctx.cache_dir,
@@ -254,7 +254,7 @@ class SelfTests(_Router):
 
     def bind(self, ctx: Any) -> None:
         from core.scenarios.selfalign.sandbox import SandboxSettings, UnitRunner
-        from core.testenvmanager.testenv.testenv import SANDBOX_KEYS
+        from core.testenvmanager.sandbox.pool import SANDBOX_KEYS
 
         super().bind(ctx)
         sandbox = dict(ctx.sandbox or {})

@@ -21,8 +21,9 @@ from typing import Any
 
 from core.common.class_factory import ClassFactory
 from core.common.errors import DatasetError
-from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, finish_record, judged_metrics,
-                                 reject_unknown, require_object, require_str)
+from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, finish_record, reject_unknown,
+                                 require_object, require_str)
+from core.scenarios.judged import judged_metrics
 from core.scenarios.comment import prompts
 from core.scenarios.comment.annotate import Annotation, render_annotations
 from core.generation.extract import fenced_blocks
@@ -42,6 +43,11 @@ class CommentKind(TaskKind):
 
     name = "comment"
     input_field = "code_snippet"
+
+    def leak_view(self) -> Any:
+        from core.scenarios.comment.leaks import VIEW
+
+        return VIEW
 
     def validate(self, record: Mapping[str, Any], source: str | None = None,
                  line: int | None = None) -> dict[str, Any]:

@@ -23,9 +23,9 @@ logged (this builder writes no report file).
 """
 from __future__ import annotations
 
+import argparse
 import ast
 import hashlib
-import json
 import logging
 import os
 import textwrap
@@ -35,10 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.scenarios.base import DatasetCommand
 from core.scenarios.leak_views import screen_all, tally
 from core.scenarios.comment.annotate import (code_fingerprint, extract_annotations,
                                              render_annotations, strip_comments)
-from core.scenarios.sources import opened_source
+from core.scenarios.sources import opened_source, write_built
 from core.common import pyast
 
 logger = logging.getLogger(__name__)
@@ -149,12 +150,25 @@ def build_comment_records(source: Path, opts: CommentBuildOptions,
     return found
 
 
-def write_records(records: list[dict[str, Any]], out: Path) -> int:
-    """Write JSONL atomically; returns the count."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(tmp, out)
-    return len(records)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``ianvs dataset comments``."""
+    parser.add_argument("--from", dest="source", required=True, type=Path,
+                        help="a folder or a source archive (sdist) of Python files")
+    parser.add_argument("-o", "--output", required=True, type=Path)
+    parser.add_argument("--limit", type=int, help="keep at most N records (evenly spaced)")
+    parser.add_argument("--min-lines", type=int, default=5)
+    parser.add_argument("--max-lines", type=int, default=40)
+    parser.add_argument("--license", default="unknown", help="licence of the codebase (recorded)")
+    parser.add_argument("--source-name", default="", help="name recorded in ids and provenance")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``ianvs dataset comments``: build, screen for leaks, write records and build report."""
+    leaks: Counter[str] = Counter()
+    records = build_comment_records(args.source, CommentBuildOptions(
+        args.source_name, args.license, args.limit, args.min_lines, args.max_lines), leaks)
+    write_built(records, args.output, leaks)
+    return 0
+
+
+COMMAND = DatasetCommand("comment records from a documented Python codebase", add_arguments, run)

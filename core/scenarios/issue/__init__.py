@@ -23,8 +23,9 @@ from typing import Any
 
 from core.common.class_factory import ClassFactory
 from core.common.errors import DatasetError
-from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, finish_record, judged_metrics,
-                                 reject_unknown, require_object, require_str)
+from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, finish_record, reject_unknown,
+                                 require_object, require_str)
+from core.scenarios.judged import judged_metrics
 from core.scenarios.issue import prompts
 
 PERSON_FIELDS = ("user_login", "created_at", "updated_at")
@@ -63,6 +64,11 @@ class IssueKind(TaskKind):
 
     name = "issue"
     input_field = "question"
+
+    def leak_view(self) -> Any:
+        from core.scenarios.issue.leaks import VIEW
+
+        return VIEW
 
     def validate(self, record: Mapping[str, Any], source: str | None = None,
                  line: int | None = None) -> dict[str, Any]:

@@ -25,6 +25,7 @@ dropped; the count per reason is logged (this builder writes no report file).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import re
@@ -34,8 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import DatasetError
+from core.scenarios.base import DatasetCommand
 from core.scenarios.leak_views import screen_all, tally
-from core.scenarios.sources import opened_source
+from core.scenarios.sources import opened_source, write_built
 
 logger = logging.getLogger(__name__)
 
@@ -183,3 +185,28 @@ def build_issue_records(source: Path, license: str = "unknown", source_name: str
     if leak_counts is not None:
         leak_counts.update(leaks)
     return kept
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``ianvs dataset issues``."""
+    parser.add_argument("--from", dest="source", required=True, type=Path,
+                        help="a GitHub REST export (.json) or a folder/sdist with faq/ documents")
+    parser.add_argument("-o", "--output", required=True, type=Path)
+    parser.add_argument("--limit", type=int, help="keep at most N records (evenly spaced)")
+    parser.add_argument("--license", default="unknown", help="licence of the texts (recorded)")
+    parser.add_argument("--source-name", default="", help="name recorded in ids and provenance")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``ianvs dataset issues``: build, screen for leaks, keep ``--limit`` evenly spaced
+    records, write them and the build report."""
+    leaks: Counter[str] = Counter()
+    records = build_issue_records(args.source, args.license, args.source_name, leaks)
+    if args.limit is not None and len(records) > args.limit:
+        step = len(records) / args.limit
+        records = [records[int(i * step)] for i in range(args.limit)]
+    write_built(records, args.output, leaks)
+    return 0
+
+
+COMMAND = DatasetCommand("issue records from a GitHub export or FAQ documents", add_arguments, run)

@@ -7,10 +7,11 @@ import json
 import sys
 from pathlib import Path
 
-from core.common.errors import ConfigError
+from core.common.errors import ConfigError, IanvsError
 from core.common.yaml_loader import parse_yaml
 from core.scenarios.repo.authoring import AuthoringOptions
 from core.scenarios.repo.builder import BuildOptions, build
+from core.scenarios.base import DatasetCommand
 
 __all__ = ["add_arguments", "run"]
 
@@ -135,3 +136,8 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(json.dumps(report.as_dict()) + "\n")
     sys.stdout.write(f"wrote {report.kept} tasks to {args.output}\n")
     return 0
+
+
+COMMAND = DatasetCommand("reverse-engineer tasks from a repository and its own tests",
+                         add_arguments, run, errors=(IanvsError, OSError, ValueError),
+                         logging_options=True)

@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from core.common.errors import IanvsError
-from core.scenarios.repo.env import RepoEnv, default_cache_dir
+from core.scenarios.repo.env import RepoEnv
 from core.scenarios.repo import guards
 from core.scenarios.repo.functions import FunctionSite, InjectionError, blank, find_functions, inject, reinject
 from core.scenarios.repo.policy import (PolicyRefused, confine_body, confine_file, module_context, own_packages,
@@ -77,6 +77,7 @@ from core.scenarios.repo.plugins import pytest_plugin_args
 from core.scenarios.repo.preload import dependency_modules
 from core.scenarios.repo.testrun import config_file
 from core.scenarios.repo.view import make_view
+from core.scenarios.repo.workdir import default_views_dir
 from core.testenvmanager.sandbox import ExecRequest, ExecResult, Executor, get_executor
 from core.testenvmanager.sandbox.base import under_any
 from core.testenvmanager.sandbox.forkserver import DEFAULT_PRELOAD, READ_DIRS
@@ -85,10 +86,6 @@ from core.testenvmanager.sandbox.types import ExecMode
 __all__ = ["Sample", "SampleResult", "run_samples", "site_of", "RESULT_MARK", "default_views_dir",
            "written_test_files", "written_test_ids", "task_modules", "check_environment"]
 
-
-def default_views_dir() -> Path:
-    """Where per-sample views go by default (next to the cached environments, outside /tmp)."""
-    return default_cache_dir().parent / "repo-views"
 
 LOG = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from core.common.class_factory import ClassFactory
 from core.common.errors import DatasetError
-from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, reject_unknown, require_object,
-                                 require_str)
+from core.scenarios.base import (TASK_KIND, LeftoverHooks, MetricFn, TaskKind, reject_unknown,
+                                 require_object, require_str)
 from core.scenarios.repo.functions import defines_function
 from core.scenarios.repo.plugins import check_record as check_plugins
 from core.scenarios.repo.prompts import chat_messages, header_of, prompt_of, reference_code
@@ -161,6 +161,16 @@ class RepoKind(TaskKind):
     name = "repo"
     input_field = "signature"
     default_mode = "complete"
+
+    def leftovers(self) -> Mapping[str, LeftoverHooks]:
+        from core.scenarios.repo.leftovers import LEFTOVERS
+
+        return LEFTOVERS
+
+    def leak_view(self) -> Any:
+        from core.scenarios.repo.leaks import VIEW
+
+        return VIEW
 
     def validate(self, record: Mapping[str, Any], source: str | None = None,
                  line: int | None = None) -> dict[str, Any]:

@@ -53,6 +53,7 @@ from typing import Iterator
 
 from core.common.errors import IanvsError
 from core.common.lifetime import die_with_parent
+from core.scenarios.repo.leftovers import PG_PREFIX
 # the docker backend's liveness check of a folder's owner pid serves the same sweep here
 
 __all__ = ["PostgresService", "PostgresDatabase", "PostgresUnavailable", "find_binaries", "sweep_stale",
@@ -64,7 +65,6 @@ SERVICE_USER = "ianvs-postgres"
 DEPS_SCRIPT = ".ci/postgres-deps.sh"
 SUPERUSER = "ianvs"
 TEMPLATE = "ianvs_template"
-_PREFIX = "ianvs-pg-"
 _NAME_RE = re.compile(r"[^a-z0-9_]")
 
 
@@ -126,10 +126,11 @@ def _service_ids() -> tuple[int, int] | None:
 def sweep_stale(base: Path) -> int:
     """Remove run directories under ``base`` whose harness process is dead (its server got
     SIGQUIT through the death signal). Kills a server still found on such a directory first.
-    Returns how many were removed (:mod:`core.testenvmanager.sandbox.leftovers` does the work)."""
-    from core.testenvmanager.sandbox.leftovers import postgres_dirs, remove
+    Returns how many were removed (:mod:`.leftovers` does the work)."""
+    from core.scenarios.repo.leftovers import postgres_dirs, remove_postgres
 
-    removed = sum(1 for item in postgres_dirs(str(base)) if not item.alive and remove(item))
+    removed = sum(1 for item in postgres_dirs(str(base))
+                  if not item.alive and item.owner is not None and remove_postgres(item.name))
     if removed:
         LOG.info("removed %d PostgreSQL run directories of dead harnesses under %s", removed, base)
     return removed
@@ -258,7 +259,7 @@ class PostgresService:
         t0 = time.perf_counter()
         self.base.mkdir(parents=True, exist_ok=True)
         sweep_stale(self.base)
-        self.run_dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=self.base))
+        self.run_dir = Path(tempfile.mkdtemp(prefix=f"{PG_PREFIX}{os.getpid()}-", dir=self.base))
         try:
             self._install_sigterm()
             self.run_dir.chmod(0o755)  # the server's user and sandboxed samples traverse it

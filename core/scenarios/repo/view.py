@@ -12,7 +12,7 @@ per file), so no two keys name one file and no key names a file the caller did n
 ``pinned`` paths are made what they are in ``root`` *after* the edits (re-linked from the
 root, or removed when the root has no such file): the implement-change and revise kinds pin
 their tasks' test side there, so even an edit that slipped past their checks cannot change it
-(:mod:`core.scenarios.implement_change.paths`).
+(:mod:`core.scenarios.trajectories.implement_change.paths`).
 """
 
 from __future__ import annotations

@@ -34,6 +34,13 @@ __all__ = ["BuildDir", "default_builds_dir", "sweep_dead_builds", "remove_dead_b
 LOG = logging.getLogger(__name__)
 
 
+def default_views_dir() -> Path:
+    """Where per-sample views go by default (next to the cached environments, outside /tmp)."""
+    from core.scenarios.repo.env import default_cache_dir  # noqa: PLC0415 - avoid a cycle at import
+
+    return default_cache_dir().parent / "repo-views"
+
+
 def default_builds_dir() -> Path:
     from core.scenarios.repo.env import default_cache_dir  # noqa: PLC0415 - avoid a cycle at import
 

@@ -68,9 +68,9 @@ from core.scenarios.repo.kind import answer_code
 from core.scenarios.selfalign import repo
 from core.scenarios.selfalign.loop import run_units, unit_checks
 from core.scenarios.selfalign.units import check_unit
-from core.testcasecontroller.metrics.code_execution import iter_results
+from core.scenarios.codegen.execution import iter_results
 from core.testcasecontroller.metrics.per_task import PerTaskValues
-from core.testenvmanager.testenv.testenv import SANDBOX_KEYS
+from core.testenvmanager.sandbox.pool import SANDBOX_KEYS
 
 logger = logging.getLogger(__name__)
 

@@ -149,7 +149,7 @@ class SelfAlignModel:
                               hint=suggest(unknown[0], known) or f"known: {', '.join(known)}")
         rest["generator"] = generator
         rest["mode"] = "chat"
-        name, _mode, decoding, gen_params = CodegenModel._parse(rest)
+        name, _mode, decoding, gen_params = CodegenModel._parse(rest, who="the self-align model")
         if decoding.n != 1:
             raise ConfigError("the self-align loop makes one sample per try: n must be 1")
         return name, loop, structured, sandbox, decoding, gen_params

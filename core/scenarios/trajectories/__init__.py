@@ -1,6 +1,7 @@
-"""Developer trajectories mined from a repository's history (shared by the trajectory kinds).
+"""The trajectory family: developer work mined from a repository's history, and the three task
+kinds built from it, each in its own subpackage.
 
-Modules:
+The miner (shared by the kinds):
 
 * :mod:`.git`       -- the git command as the only reader of history; bundles mirrored.
 * :mod:`.history`   -- commits of a range, their changed files, bounded diffs.
@@ -12,8 +13,7 @@ Modules:
 
 * :mod:`.periods`   -- commit dates: the periods metrics are split by, windows.
 
-The task kinds built from these records live in their own homes:
-:mod:`core.scenarios.commit_message`, :mod:`core.scenarios.implement_change` and
-:mod:`core.scenarios.revise`
+The kinds (registered as ``commit_message``, ``implement_change`` and ``revise``):
+:mod:`.commit_message`, :mod:`.implement_change` and :mod:`.revise`
 (docs/proposals/scenarios/smart_coding/trajectories.md).
 """

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from core.scenarios.base import DatasetCommand
 from core.scenarios.trajectories.builder import TrajectoryOptions, build_trajectories, manifest_path
 from core.scenarios.trajectories.filters import FilterOptions
 
@@ -57,3 +58,6 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(f"wrote {report.counts.get('kept', 0)} steps to {args.output} "
                      f"(range and counts: {manifest_path(args.output)})\n")
     return 0
+
+
+COMMAND = DatasetCommand("one record per step of a repository's git history", add_arguments, run)

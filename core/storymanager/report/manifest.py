@@ -4,9 +4,11 @@ Machine (project version, Python, OS, CPU, memory), the exact command, and per t
 modules and hyperparameters, the model identity the model recorded (``model.json``: e.g. the
 GGUF file's SHA-256, or endpoint and model name, and the decoding settings), the dataset file's
 SHA-256 and record count, the sandbox backend with the isolation and grading tiers that
-produced the verdicts, which node graded how many samples (``graded_by``, from the ``node`` of
-each result in ``executions.jsonl``: the edge nodes for ``backend: dask``, this host for local
-backends), calibrated timeouts, and start and end times.
+produced the verdicts, and start and end times. What the job's task kind reports of each test
+case folder (:meth:`core.scenarios.base.TaskKind.run_facts`) completes the sandbox entry: for
+codegen, which node graded how many samples (``graded_by``, from the ``node`` of each result in
+``executions.jsonl``: the edge nodes for ``backend: dask``, this host for local backends) and
+the calibrated timeouts.
 
 No secret ever appears: nothing is read from the environment, and any value whose key looks
 like a credential (the rule of :mod:`core.common.redact`; names ending in ``_env`` hold
@@ -21,14 +23,12 @@ import json
 import os
 import platform
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from core.__version__ import __version__
 from core.common.redact import REDACTED, public_path, public_paths, redact, scrub
-from core.testcasecontroller.metrics.code_execution import (CALIBRATION_FILE, EXEC_CACHE,
-                                                            load_calibration)
 
 __all__ = ["REDACTED", "build_manifest", "case_entry", "case_folder", "redact"]
 
@@ -95,29 +95,20 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def case_entry(case_dir: Path, row: Mapping[str, str], sandbox: Mapping[str, Any]
-               ) -> dict[str, Any]:
+#: what a case's ``sandbox`` entry says when its kind reports no run facts
+NO_RUN_FACTS: dict[str, Any] = {"reference_times_s": {"count": 0, "max": None},
+                                "timeouts_s": {"min": None, "max": None}, "graded_by": {}}
+
+
+def case_entry(case_dir: Path, row: Mapping[str, str], sandbox: Mapping[str, Any],
+               run_facts: Callable[[Path], Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """One test case: configuration (``case.json``), model identity (``model.json``), sandbox
-    facts from its rank row, calibrated timeouts (``calibration.jsonl``)."""
+    facts from its rank row, and what the job's kind reports of the case folder
+    (``run_facts``, :meth:`core.scenarios.base.TaskKind.run_facts`: calibrated timeouts, the
+    nodes that graded; missing facts are shown as :data:`NO_RUN_FACTS`)."""
     case = _read_json(case_dir / "case.json") or {}
-    timeouts = list(load_calibration(case_dir / CALIBRATION_FILE).values())
-    limits: list[float] = []
-    graded_by: dict[str, int] = {}
+    facts = {**NO_RUN_FACTS, **(run_facts(case_dir) if run_facts else {})}
     host = platform.node()
-    try:
-        with (case_dir / EXEC_CACHE).open("rb") as fh:
-            for raw in fh:
-                try:
-                    result = json.loads(raw)["result"]
-                    limits.append(float(result["timeout_s"]))
-                except (ValueError, KeyError, TypeError):
-                    continue
-                if not isinstance(result, dict):
-                    continue
-                node = str(result.get("node") or host)
-                graded_by[node] = graded_by.get(node, 0) + 1
-    except OSError:
-        pass
     entry: dict[str, Any] = redact({
         "url": row.get("url", str(case_dir)),
         "algorithm": row.get("algorithm", case.get("algorithm")),
@@ -127,15 +118,13 @@ def case_entry(case_dir: Path, row: Mapping[str, str], sandbox: Mapping[str, Any
                     "isolation": row.get("isolation") or None,
                     "grading": row.get("grading") or None,
                     "ianvs_host": host,
-                    "reference_times_s": {"count": len(timeouts),
-                                          "max": max(timeouts) if timeouts else None},
-                    "timeouts_s": {"min": min(limits) if limits else None,
-                                   "max": max(limits) if limits else None}},
+                    "reference_times_s": facts["reference_times_s"],
+                    "timeouts_s": facts["timeouts_s"]},
         "started": case.get("started"), "finished": case.get("finished"),
         "status": case.get("status"),
     })
     # node names are not secrets: kept as they are even when one looks like a credential key
-    entry["sandbox"]["graded_by"] = dict(sorted(graded_by.items()))
+    entry["sandbox"]["graded_by"] = dict(sorted(facts["graded_by"].items()))
     return entry
 
 
@@ -151,11 +140,14 @@ def publish_bases(job_source: Path, job_dir: Path | None = None) -> list[Path]:
 
 def build_manifest(job_source: Path, dataset: Path, sandbox: Mapping[str, Any],
                    rows: list[dict[str, str]], command: list[str],
-                   job_dir: Path | None = None) -> dict[str, Any]:
+                   job_dir: Path | None = None,
+                   run_facts: Callable[[Path], Mapping[str, Any]] | None = None
+                   ) -> dict[str, Any]:
     """The whole manifest (see the module docstring); ``rows`` are ``all_rank.csv`` rows and
     ``job_dir`` the ``<workspace>/<job>`` folder (to find test case folders and to make
-    paths relative to the workspace)."""
-    cases = [case_entry(case_folder(row.get("url", ""), job_dir), row, sandbox) for row in rows]
+    paths relative to the workspace); ``run_facts`` as in :func:`case_entry`."""
+    cases = [case_entry(case_folder(row.get("url", ""), job_dir), row, sandbox, run_facts)
+             for row in rows]
     bases = publish_bases(job_source, job_dir)
     manifest = {
         "machine": machine(),

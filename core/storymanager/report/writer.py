@@ -24,7 +24,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -528,14 +528,16 @@ machine {e(str(mach['cpu']))}, {mach['cpu_count']} CPUs, {mach['memory_mb']} MB,
 
 def write_report(job_dir: Path, rank_csv: Path, metric: str, modules: Sequence[str],
                  job_source: Path, dataset: Path, sandbox: Mapping[str, Any],
-                 command: list[str], all_csv: Path | None = None) -> Path:
+                 command: list[str], all_csv: Path | None = None,
+                 run_facts: Callable[[Path], Mapping[str, Any]] | None = None) -> Path:
     """Write ``<job_dir>/report/`` and return the folder.
 
     The leaderboard table shows ``rank_csv`` (the selected rank, as configured); comparisons,
     figures and the manifest cover every test case of ``all_csv`` (the all rank, whose rows
     the selection may have merged), or of ``rank_csv`` when there is none. ``metric`` is the
     main metric (first ``sort_by``); ``modules`` the module types (to label test cases by their
-    hyperparameters).
+    hyperparameters); ``run_facts`` what the job's task kind reports of a test case folder
+    (the manifest's sandbox facts).
     """
     rows = read_rows(rank_csv)
     views = build_views(rows, metric, modules, job_dir)
@@ -553,7 +555,8 @@ def write_report(job_dir: Path, rank_csv: Path, metric: str, modules: Sequence[s
     for name, data in pngs.items():
         (out / f"{name}.png").write_bytes(data)
         images[name] = f"{name}.png"
-    manifest = build_manifest(job_source, dataset, sandbox, all_rows, command, job_dir)
+    manifest = build_manifest(job_source, dataset, sandbox, all_rows, command, job_dir,
+                              run_facts)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
     (out / "leaderboard.md").write_text(render_markdown(views, columns, metric, comps, images,
                                                         manifest))

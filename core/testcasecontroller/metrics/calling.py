@@ -23,8 +23,8 @@ from typing import Any
 
 from core.common.class_factory import ClassFactory, ClassType
 from core.common.errors import ConfigError, IanvsError, RegistryError, suggest
-from core.common.plugin_loader import load_plugin
 from core.common.signatures import keyword_parameters
+from core.compat.plugin_loader import load_plugin
 from core.testcasecontroller.metrics.builtin import BUILTINS, SYSTEM_METRICS
 from core.testcasecontroller.metrics.per_task import PerTaskValues
 from core.testenvmanager.testenv.testenv import MetricSpec
@@ -102,18 +102,35 @@ def declared_columns(fn: Callable[..., Any], spec: MetricSpec) -> list[str]:
     ``columns`` also validates the parameter values (e.g. ``k: [0]``), without any data.
 
     Raises:
-        ConfigError: ``columns`` rejected the parameters (naming the testenv file and line).
+        ConfigError: ``columns`` rejected the parameters (naming the testenv file and line,
+            and the parameter when it is the only one or the message names it).
     """
     columns = getattr(fn, "columns", None)
     if not callable(columns):
         return [spec.name]
     try:
         return list(columns(**spec.params))
-    except IanvsError:
-        raise
+    except IanvsError as exc:
+        if exc.source is not None:
+            raise
+        key = exc.key or _named_param(spec, exc.message)
+        raise ConfigError(f"metric {spec.name!r}" + (f" parameter {key!r}" if key else "")
+                          + f": {exc.message}", source=spec.source, line=spec.line,
+                          hint=exc.hint or "fix the metric's parameters in testenv.yaml",
+                          key=key) from exc
     except (TypeError, ValueError) as exc:
+        key = _named_param(spec, str(exc))
         raise ConfigError(f"metric {spec.name!r}: {exc}", source=spec.source, line=spec.line,
-                          hint="fix the metric's parameters in testenv.yaml") from exc
+                          hint=f"fix the metric's parameter {key!r} in testenv.yaml" if key
+                          else "fix the metric's parameters in testenv.yaml", key=key) from exc
+
+
+def _named_param(spec: MetricSpec, message: str) -> str | None:
+    """The parameter of ``spec`` a message is about: the only one, or the one it names."""
+    if len(spec.params) == 1:
+        return str(next(iter(spec.params)))
+    named = [str(k) for k in spec.params if str(k) in message]
+    return named[0] if len(named) == 1 else None
 
 
 def check_metrics(specs: Iterable[MetricSpec]) -> list[str]:

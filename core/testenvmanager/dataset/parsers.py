@@ -24,22 +24,11 @@ from typing import Any
 import numpy as np
 
 from core.common.errors import DatasetError, read_utf8
+from core.compat.arrays import to_array
 from core.common.jsonl import (NON_FINITE_HINT, iter_jsonl, non_finite_message,
                                read_json_file)
 
 logger = logging.getLogger(__name__)
-
-
-def to_array(values: list[Any]) -> np.ndarray:
-    """numpy coercion as upstream; ragged or nested data falls back to an object array."""
-    if not values:
-        return np.array([])
-    try:
-        return np.array(values)
-    except ValueError:
-        arr = np.empty(len(values), dtype=object)
-        arr[:] = values
-        return arr
 
 
 class ParsedDataset:

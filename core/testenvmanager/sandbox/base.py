@@ -162,6 +162,14 @@ def check_backend_options(name: str, options: dict[str, object],
                                    f"; its options: {', '.join(params.accepted)}"))
     if "min_isolation" in options:
         IsolationLevel.parse(options["min_isolation"])  # type: ignore[arg-type]
+    from core.common.signatures import annotation_problem
+
+    for key, value in options.items():
+        problem = annotation_problem(ClassFactory.get_cls(ClassType.SANDBOX, name), key, value)
+        if problem:  # e.g. workers: "x", which the backend would only trip over mid-run
+            error = ValueError(problem)
+            error.key = key  # type: ignore[attr-defined]
+            raise error
     check = getattr(ClassFactory.get_cls(ClassType.SANDBOX, name), "check_options", None)
     if check is not None:
         return dict(check(options, base_dir))

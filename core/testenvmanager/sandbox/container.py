@@ -66,11 +66,10 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from .base import Executor, check_read_paths, under_any
 from .images import (BASE_IMAGE, DEFAULT_DOCKER_HOST, LABEL, OWNER_LABEL, PACKAGES_DIR,
-                     ImageError, connect, owner, sweep, task_image)
+                     ImageError, connect, owner, owner_alive, sweep, task_image)
 from .leases import UidLease
 from .leases import acquire as acquire_uids
 from .local import LocalExecutor
-from .owners import pid_alive
 from . import slotgroups
 from .types import (ExecRequest, ExecResult, ExecutorClosedError, IsolationLevel,
                     IsolationUnavailableError, Outcome)
@@ -102,16 +101,6 @@ def _sweep_control_dirs() -> int:
     from .leftovers import docker_control_dirs, remove
 
     return sum(1 for item in docker_control_dirs() if not item.alive and remove(item))
-
-
-def _owner_alive(labels: Mapping[str, str]) -> bool:
-    """Whether the ``ianvs`` process that started a container may still use it. Containers of
-    another host (an engine shared over a socket) are never judged dead here; containers
-    without an owner label (checks, builds) count as dead."""
-    host, _, pid = str(labels.get(OWNER_LABEL, "")).rpartition(":")
-    if host and host != socket.gethostname():
-        return True
-    return pid.isdigit() and pid_alive(int(pid))
 
 
 class _ContainerProcess:
@@ -437,7 +426,7 @@ class DockerExecutor(Executor):
         self.facts: dict[str, Any] = {}
         self._client = connect(docker_host)
         try:
-            removed = sweep(self._client, owner_alive=_owner_alive, containers_only=True)
+            removed = sweep(self._client, owner_alive=owner_alive, containers_only=True)
             if removed["containers"]:
                 LOGGER.info("docker: removed %d container(s) left by dead runs", removed["containers"])
             dirs = _sweep_control_dirs()

@@ -44,6 +44,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from .owners import pid_alive
 from .types import SandboxError
 
 __all__ = ["DEFAULT_DOCKER_HOST", "BASE_IMAGE", "LABEL", "PACKAGES_DIR", "ImageError",
@@ -79,6 +80,17 @@ _TRIM = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/sh
          "usr/share/locale", "usr/share/info")
 _PYPI_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?([<>=!~]=?[A-Za-z0-9.*+!-]+)?$")
 _IMPORT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def owner_alive(labels: Mapping[str, str]) -> bool:
+    """Whether the ``ianvs`` process that started a container may still use it. Containers of
+    another host (an engine shared over a socket) are never judged dead here; containers
+    without an owner label (checks, builds) count as dead."""
+    host, _, pid = str(labels.get(OWNER_LABEL, "")).rpartition(":")
+    if host and host != socket.gethostname():
+        return True
+    return pid.isdigit() and pid_alive(int(pid))
+
 
 
 class ImageError(SandboxError):

@@ -2,7 +2,11 @@
 
 Shared by ``ianvs sandbox doctor`` (lists), ``ianvs sandbox clean`` (removes) and executors at
 start (each sweeps its own kind). One small function per kind returns :class:`Leftover` items;
-:func:`remove` removes one item and refuses an item whose owner is alive. Every kind names its
+:func:`remove` removes one item and refuses an item whose owner is alive. The sandbox's own
+kinds are below; a task kind that leaves something of its own on a machine registers a lister
+and a remover with :func:`register_leftovers` (the ``repo`` kind does so for ``postgres``,
+``repo-views`` and ``repo-builds``: :mod:`core.scenarios.repo.leftovers`), so this module
+knows no task kind. Every kind names its
 owner by pid and judges liveness with :mod:`.owners` (pid plus start time, so a reused pid does
 not keep a dead owner's leftovers alive):
 
@@ -17,10 +21,6 @@ kind            where / how it is named                                 owner
 ``container``   containers labelled ``io.ianvs.sandbox`` (owner label)  the ``ianvs`` process
 ``volume``      volumes labelled ``io.ianvs.sandbox``                   none (kept while a
                                                                         container uses it)
-``postgres``    ``<tmp>/ianvs-pg-<pid>-<random>`` (a temp cluster)      the harness process
-``repo-views``  ``<cache>/repo-views/run-<pid>-<random>``               the scoring process
-``repo-builds`` ``<cache>/repo-builds/<pid>-<start ticks>-<random>``    the ``ianvs dataset repo``
-                (:mod:`core.scenarios.repo.workdir`)                    process
 ``edge``        processes with ``IANVS_EDGE_OWNER=<pid>:<start>`` in    the process that ran
                 their environment (:class:`core.edge.processes.EdgeCluster`) the cluster
 ``netns``       ``/run/netns/ianvs-<pid>-<label>``                      the process that made it
@@ -36,7 +36,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -47,9 +46,9 @@ from typing import Any, Callable, Iterable
 from .owners import alive_since, pid_alive, token_alive
 
 __all__ = ["Leftover", "KINDS", "cgroups", "scratch_dirs", "docker_control_dirs",
-           "docker_objects", "postgres_dirs", "repo_views", "repo_builds", "edge_processes", "netns",
-           "uid_leases", "discover", "remove", "remove_cgroup", "sweep_executor_leftovers",
-           "EDGE_OWNER_ENV", "netns_name"]
+           "docker_objects", "edge_processes", "netns", "uid_leases", "discover", "remove",
+           "remove_cgroup", "remove_tree", "register_leftovers", "scan",
+           "sweep_executor_leftovers", "EDGE_OWNER_ENV", "netns_name"]
 
 LOGGER = logging.getLogger(__name__)
 
@@ -59,9 +58,6 @@ NETNS_DIR = "/run/netns"
 EDGE_OWNER_ENV = "IANVS_EDGE_OWNER"
 _SANDBOX_RE = re.compile(r"^ianvs-sandbox-(\d+)-[0-9a-f]+$")
 _CTL_RE = re.compile(r"^ianvs-docker-ctl-(\d+)-")
-_PG_RE = re.compile(r"^ianvs-pg-(\d+)-")  # core.scenarios.repo.postgres._PREFIX + pid
-_VIEWS_RE = re.compile(r"^run-(?:(\d+)-)?")
-_BUILDS_RE = re.compile(r"^(\d+)-(\d+)-[0-9a-f]+$")
 _NETNS_RE = re.compile(r"^ianvs-(\d+)-[A-Za-z0-9_.-]+$")
 
 
@@ -94,7 +90,7 @@ def _mtime(path: str) -> float:
         return 0.0
 
 
-def _scan(parent: str, pattern: re.Pattern[str], kind: str,
+def scan(parent: str, pattern: re.Pattern[str], kind: str,
           alive: Callable[[int, str], bool] | None = None) -> list[Leftover]:
     """Entries of ``parent`` whose name matches ``pattern`` (group 1: the owner pid)."""
     try:
@@ -179,7 +175,7 @@ def cgroups(root: str = CGROUP_ROOT) -> list[Leftover]:
     found = []
     for top in _cgroup_dirs(root):
         for parent in _group_parents(top):
-            for item in _scan(parent, _SANDBOX_RE, "cgroup", _server_alive):
+            for item in scan(parent, _SANDBOX_RE, "cgroup", _server_alive):
                 procs = _cgroup_procs(item.name)
                 item.detail = f"{len(procs)} process(es) inside" if procs else ""
                 found.append(item)
@@ -197,12 +193,12 @@ def _scratch_parents() -> list[str]:
 
 def scratch_dirs() -> list[Leftover]:
     """Host scratch folders of fork servers without a mount namespace."""
-    return [item for parent in _scratch_parents() for item in _scan(parent, _SANDBOX_RE, "scratch")]
+    return [item for parent in _scratch_parents() for item in scan(parent, _SANDBOX_RE, "scratch")]
 
 
 def docker_control_dirs() -> list[Leftover]:
     """The docker backend's control-socket folders (owner: the ``ianvs`` process)."""
-    return _scan(tempfile.gettempdir(), _CTL_RE, "docker-ctl")
+    return scan(tempfile.gettempdir(), _CTL_RE, "docker-ctl")
 
 
 def docker_objects(docker_host: str | None = None, timeout: float = 5.0) -> list[Leftover]:
@@ -214,7 +210,7 @@ def docker_objects(docker_host: str | None = None, timeout: float = 5.0) -> list
     if host.startswith("unix://") and not os.path.exists(host[len("unix://"):]):
         return []
     try:
-        from .container import _owner_alive
+        from .images import owner_alive
         from .images import connect
 
         client = connect(host, timeout=timeout)
@@ -228,7 +224,7 @@ def docker_objects(docker_host: str | None = None, timeout: float = 5.0) -> list
             owner = str(labels.get(OWNER_LABEL, "")).rpartition(":")[2]
             found.append(Leftover("container", f"{container.short_id} ({container.name})",
                                   int(owner) if owner.isdigit() else None,
-                                  _owner_alive(labels), detail=container.status, handle=container))
+                                  owner_alive(labels), detail=container.status, handle=container))
         for volume in client.volumes.list(filters={"label": LABEL}):
             users = client.containers.list(all=True, filters={"volume": volume.name}, ignore_removed=True)
             found.append(Leftover("volume", volume.name, None, bool(users), handle=volume,
@@ -236,43 +232,6 @@ def docker_objects(docker_host: str | None = None, timeout: float = 5.0) -> list
     except Exception as exc:  # noqa: BLE001 - engine went away while listing
         LOGGER.debug("docker listing: %s", exc)
     return found
-
-
-def postgres_dirs(base: str | None = None) -> list[Leftover]:
-    """Run directories of throw-away PostgreSQL clusters (``ianvs-pg-<pid>-...``)."""
-    return _scan(base or tempfile.gettempdir(), _PG_RE, "postgres")
-
-
-def repo_views(views_dir: str | None = None) -> list[Leftover]:
-    """Per-run view folders of the repo kind (``run-<pid>-...``; ``run-<random>`` of older
-    versions have no owner and are only listed)."""
-    if views_dir is None:
-        try:
-            from core.scenarios.repo.execute import default_views_dir
-
-            views_dir = str(default_views_dir())
-        except Exception as exc:  # noqa: BLE001 - the repo kind's extras are optional
-            LOGGER.debug("repo views: %s", exc)
-            return []
-    return _scan(views_dir, _VIEWS_RE, "repo-views")
-
-
-def repo_builds(builds_dir: str | None = None) -> list[Leftover]:
-    """Build folders of ``ianvs dataset repo`` (``<pid>-<start ticks>-<random>``; owner: that
-    exact process). Removing one first kills the processes working inside it."""
-    if builds_dir is None:
-        try:
-            from core.scenarios.repo.workdir import default_builds_dir
-
-            builds_dir = str(default_builds_dir())
-        except Exception as exc:  # noqa: BLE001 - the repo kind's extras are optional
-            LOGGER.debug("repo builds: %s", exc)
-            return []
-
-    def alive(pid: int, path: str) -> bool:
-        match = _BUILDS_RE.match(os.path.basename(path))
-        return token_alive(f"{pid}:{match.group(2)}") if match else True
-    return _scan(builds_dir, _BUILDS_RE, "repo-builds", alive)
 
 
 def edge_processes() -> list[Leftover]:
@@ -311,7 +270,7 @@ def netns_name(label: str, pid: int | None = None) -> str:
 
 def netns(directory: str = NETNS_DIR) -> list[Leftover]:
     """Named network namespaces ``ianvs-<pid>-<label>`` (``ip netns add``)."""
-    return _scan(directory, _NETNS_RE, "netns")
+    return scan(directory, _NETNS_RE, "netns")
 
 
 def uid_leases() -> list[Leftover]:
@@ -331,9 +290,25 @@ def uid_leases() -> list[Leftover]:
 #: every kind, in the order doctor and clean report them
 KINDS: dict[str, Callable[[], list[Leftover]]] = {
     "cgroup": cgroups, "scratch": scratch_dirs, "docker-ctl": docker_control_dirs,
-    "docker": docker_objects, "postgres": postgres_dirs, "repo-views": repo_views,
-    "repo-builds": repo_builds, "edge": edge_processes, "netns": netns, "uid-lease": uid_leases,
+    "docker": docker_objects, "edge": edge_processes, "netns": netns, "uid-lease": uid_leases,
 }
+#: removers of registered kinds (:func:`register_leftovers`), by kind
+_REMOVERS: dict[str, Callable[[str], bool]] = {}
+
+
+def register_leftovers(kind: str, lister: Callable[[], list[Leftover]],
+                       remover: Callable[[str], bool]) -> None:
+    """Add a leftover kind of a task kind: ``lister()`` returns its items (named ``kind``),
+    ``remover(name)`` removes one whose owner is dead. Registering a kind again replaces it;
+    the sandbox's own kinds cannot be replaced.
+
+    Raises:
+        ValueError: ``kind`` is one of the sandbox's own.
+    """
+    if kind in KINDS and kind not in _REMOVERS:
+        raise ValueError(f"leftover kind {kind!r} is the sandbox's own")
+    KINDS[kind] = lister
+    _REMOVERS[kind] = remover
 
 
 def discover(kinds: Iterable[str] | None = None, docker_host: str | None = None) -> list[Leftover]:
@@ -376,26 +351,13 @@ def remove_cgroup(path: str, timeout: float = 3.0) -> bool:
     return False
 
 
-def _remove_tree(path: str) -> bool:
+def remove_tree(path: str) -> bool:
+    """Remove a leftover folder (no recursion, never through a symlink)."""
     if os.path.islink(path) or not os.path.isdir(path):
         return False
-    from .mounts import remove_tree  # no recursion, never follows symlinks
+    from .mounts import remove_tree as remove_folder  # no recursion, never follows symlinks
 
-    return remove_tree(path)
-
-
-def _remove_postgres(path: str) -> bool:
-    pidfile = os.path.join(path, "data", "postmaster.pid")
-    try:
-        with open(pidfile) as fh:
-            server = int(fh.read().split("\n", 1)[0])
-        with open(f"/proc/{server}/cmdline", "rb") as fh:
-            if path.encode() in fh.read():
-                os.kill(server, signal.SIGKILL)
-    except (OSError, ValueError):
-        pass
-    shutil.rmtree(path, ignore_errors=True)
-    return not os.path.lexists(path)
+    return remove_folder(path)
 
 
 def _remove_edge(pid: int) -> bool:
@@ -467,14 +429,10 @@ def remove(item: Leftover) -> bool:
 def _remove(item: Leftover) -> bool:
     if item.kind == "cgroup":
         return remove_cgroup(item.name)
-    if item.kind in ("scratch", "docker-ctl", "repo-views"):
-        return _remove_tree(item.name)
-    if item.kind == "repo-builds":
-        from core.scenarios.repo.workdir import remove_dead_build
-
-        return remove_dead_build(item.name)
-    if item.kind == "postgres":
-        return _remove_postgres(item.name)
+    if item.kind in ("scratch", "docker-ctl"):
+        return remove_tree(item.name)
+    if item.kind in _REMOVERS:
+        return _REMOVERS[item.kind](item.name)
     if item.kind in ("container", "volume"):
         return _remove_docker(item)
     if item.kind == "edge":

@@ -174,7 +174,11 @@ def test_killed_build_is_clean_and_resumes(sig: signal.Signals, tmp_path: Path, 
 def test_clean_lists_and_removes_a_dead_build_folder(tmp_path: Path) -> None:
     """The ``repo-builds`` leftover kind: a folder named for a process that is gone is listed as
     dead and removed; one named for this (live) process is kept."""
-    from core.testenvmanager.sandbox.leftovers import remove, repo_builds
+    from core.scenarios import register_kind_leftovers
+    from core.scenarios.repo.leftovers import repo_builds
+    from core.testenvmanager.sandbox.leftovers import remove
+
+    register_kind_leftovers()
     from core.testenvmanager.sandbox.owners import owner_token
 
     child = subprocess.Popen(["true"])

@@ -40,11 +40,12 @@ from typing import Any
 from core.common.errors import ConfigError, PluginError
 from core.common.progress import progress_bar
 from core.testcasecontroller.predictions import KeyList, PredictionStore, sample_key
+from core.testenvmanager.testenv.testenv import MINING_MODES
 from core.testenvmanager.dataset.parsers import ParsedDataset
 
 logger = logging.getLogger(__name__)
 
-MODES = ("mining-then-inference", "inference-then-mining", "self-design")
+MODES = MINING_MODES
 DEFAULT_MODE = "mining-then-inference"
 REQUIRED = ("edgemodel", "cloudmodel", "hard_example_mining")
 

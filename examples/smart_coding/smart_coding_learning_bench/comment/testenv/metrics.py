@@ -2,7 +2,7 @@
 from sedna.common.class_factory import ClassFactory, ClassType
 
 from core.scenarios import get_kind
-from core.testcasecontroller.metrics.codegen import edge_cost
+from core.testcasecontroller.metrics.edge_cost import edge_cost
 
 for alias, metric in get_kind("comment").metrics().items():
     ClassFactory.register_cls(metric, ClassType.GENERAL, alias=alias)

@@ -1,8 +1,8 @@
-"""Metrics of the commit-message scenario; the logic lives in core.scenarios.commit_message (and .judge)."""
+"""Metrics of the commit-message scenario; the logic lives in core.scenarios.trajectories.commit_message (and .judge)."""
 from sedna.common.class_factory import ClassFactory, ClassType
 
 from core.scenarios import get_kind
-from core.testcasecontroller.metrics.codegen import edge_cost
+from core.testcasecontroller.metrics.edge_cost import edge_cost
 
 for alias, metric in get_kind("commit_message").metrics().items():
     ClassFactory.register_cls(metric, ClassType.GENERAL, alias=alias)

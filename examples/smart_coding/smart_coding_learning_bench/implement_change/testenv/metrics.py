@@ -1,8 +1,8 @@
-"""Metrics of the implement-change scenario; the logic lives in core.scenarios.implement_change."""
+"""Metrics of the implement-change scenario; the logic lives in core.scenarios.trajectories.implement_change."""
 from sedna.common.class_factory import ClassFactory, ClassType
 
 from core.scenarios import get_kind
-from core.testcasecontroller.metrics.codegen import edge_cost
+from core.testcasecontroller.metrics.edge_cost import edge_cost
 
 for alias, metric in get_kind("implement_change").metrics().items():
     ClassFactory.register_cls(metric, ClassType.GENERAL, alias=alias)

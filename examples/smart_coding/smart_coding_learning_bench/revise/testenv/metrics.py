@@ -1,8 +1,8 @@
-"""Metrics of the revise scenario; the logic lives in core.scenarios.revise."""
+"""Metrics of the revise scenario; the logic lives in core.scenarios.trajectories.revise."""
 from sedna.common.class_factory import ClassFactory, ClassType
 
 from core.scenarios import get_kind
-from core.testcasecontroller.metrics.codegen import edge_cost
+from core.testcasecontroller.metrics.edge_cost import edge_cost
 
 for alias, metric in get_kind("revise").metrics().items():
     ClassFactory.register_cls(metric, ClassType.GENERAL, alias=alias)

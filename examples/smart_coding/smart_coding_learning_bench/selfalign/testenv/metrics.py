@@ -6,7 +6,8 @@ from sedna.common.class_factory import ClassFactory, ClassType
 
 from core.scenarios.selfalign.metrics import selfalign
 from core.scenarios.repo.scoring import repo_tests
-from core.testcasecontroller.metrics.codegen import edge_cost, pass_at_k
+from core.scenarios.codegen.metrics import pass_at_k
+from core.testcasecontroller.metrics.edge_cost import edge_cost
 
 ClassFactory.register_cls(selfalign, ClassType.GENERAL, alias="selfalign")
 ClassFactory.register_cls(pass_at_k, ClassType.GENERAL, alias="pass_at_k")

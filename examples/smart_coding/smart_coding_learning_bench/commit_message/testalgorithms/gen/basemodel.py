@@ -1,6 +1,6 @@
 """Commit-message basemodel: the generator named by ``generator`` answers commit-message records.
 
-The logic lives in core.scenarios.model (TaskKindModel) and core.scenarios.commit_message.
+The logic lives in core.scenarios.model (TaskKindModel) and core.scenarios.trajectories.commit_message.
 """
 from sedna.common.class_factory import ClassFactory, ClassType
 

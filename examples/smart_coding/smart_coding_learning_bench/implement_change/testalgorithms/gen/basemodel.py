@@ -1,6 +1,6 @@
 """Implement-change basemodel: the generator named by ``generator`` answers implement-change records.
 
-The logic lives in core.scenarios.model (TaskKindModel) and core.scenarios.implement_change.
+The logic lives in core.scenarios.model (TaskKindModel) and core.scenarios.trajectories.implement_change.
 """
 from sedna.common.class_factory import ClassFactory, ClassType
 

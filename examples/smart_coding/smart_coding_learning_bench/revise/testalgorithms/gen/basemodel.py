@@ -1,6 +1,6 @@
 """Revise basemodel: the generator named by ``generator`` answers revise records.
 
-The logic lives in core.scenarios.model (TaskKindModel) and core.scenarios.revise.
+The logic lives in core.scenarios.model (TaskKindModel) and core.scenarios.trajectories.revise.
 """
 from sedna.common.class_factory import ClassFactory, ClassType
 

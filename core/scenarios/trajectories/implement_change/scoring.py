@@ -48,8 +48,8 @@ from core.common.jsonl import open_append
 from core.common.progress import progress_bar
 from core.scenarios.repo.policy import GRADING as POLICY_GRADING
 from core.scenarios.repo.policy import check_min_grading
-from core.scenarios.implement_change.answer import FAILURE_KINDS, ParsedChange, parse_change
-from core.scenarios.implement_change.paths import TestSide
+from core.scenarios.trajectories.implement_change.answer import FAILURE_KINDS, ParsedChange, parse_change
+from core.scenarios.trajectories.implement_change.paths import TestSide
 from core.scenarios.repo.env import ensure_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
 from core.scenarios.repo.metrics import OUTCOMES, summarise

@@ -10,7 +10,7 @@ testenv.yaml::
         periods: ["2024-06-01"]               # optional: columns per commit-date period
 
 **Similarity** (every task). The reply is parsed like an implement_change reply (whole files or
-a unified diff, :func:`core.scenarios.implement_change.answer.parse_change`) against a scratch
+a unified diff, :func:`core.scenarios.trajectories.implement_change.answer.parse_change`) against a scratch
 tree holding the task's ``files`` (the state after the previous step); nothing of it runs. Then:
 
 * ``edit_chrf`` -- chrF (sacrebleu, 0-100) of the *changed lines* of the model's edits (the
@@ -23,9 +23,9 @@ tree holding the task's ``files`` (the state after the previous step); nothing o
   (trailing newlines aside: a whole-file reply always ends its file with one).
 
 **Tests** (tasks with ``grading: tests``). The same reply is graded exactly as an
-implement_change sample (:func:`core.scenarios.implement_change.scoring.grade`): parsed against
+implement_change sample (:func:`core.scenarios.trajectories.implement_change.scoring.grade`): parsed against
 the task root -- where the task's *test side* (its tests and what pytest reads to configure,
-collect and import them, :mod:`core.scenarios.implement_change.paths`) is off limits: a reply
+collect and import them, :mod:`core.scenarios.trajectories.implement_change.paths`) is off limits: a reply
 that writes it is ``bad_path`` --, its edits written into a private hard-link view of the root,
 the test side written there again from the root, and the task's FAIL_TO_PASS + PASS_TO_PASS
 tests run in the sandbox in the pinned environment (``local`` backend; the repo kind's
@@ -49,7 +49,7 @@ sandbox), ``isolation``; with ``periods``, ``score[<period>]``, ``edit_chrf[<per
 gradings' results and which one the task got (``grading``).
 
 Resume: every test-graded sample's result is appended to ``revise_executions.jsonl`` in the test
-case folder as soon as it is known (:func:`core.scenarios.implement_change.scoring.grade_logged`);
+case folder as soon as it is known (:func:`core.scenarios.trajectories.implement_change.scoring.grade_logged`);
 a rerun after a kill runs only the samples that were missing.
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import ConfigError
-from core.scenarios.implement_change.answer import FAILURE_KINDS, parse_change
+from core.scenarios.trajectories.implement_change.answer import FAILURE_KINDS, parse_change
 from core.scenarios.repo.policy import GRADING as POLICY_GRADING
 from core.scenarios.scoring import iter_samples, mean, record_per_task, record_periods
 from core.scenarios.trajectories.periods import commit_time, period_labels, period_of
@@ -117,7 +117,7 @@ def revise_scores(y_true: Any, y_pred: Any, context: Any = None, periods: Sequen
                   sources_dir: str = "", timeout: float = 300.0) -> dict[str, Any]:
     """The kind's columns (module docstring); per-sample scores go to ``revise_scores.jsonl``."""
     from core.scenarios import get_kind
-    from core.scenarios.implement_change.scoring import grade_logged, sample_key
+    from core.scenarios.trajectories.implement_change.scoring import grade_logged, sample_key
 
     kind = get_kind("revise")
     errors: list[str] = []

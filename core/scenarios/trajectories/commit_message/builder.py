@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.jsonl import iter_jsonl
+from core.scenarios.base import DatasetCommand
 from core.scenarios.leak_views import screen_all, tally
 from core.scenarios.trajectories.git import GitRepo, open_repo
 from core.scenarios.trajectories.periods import commit_time, in_window
@@ -204,3 +205,6 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(json.dumps(report["counts"]) + "\n")
     sys.stdout.write(f"wrote {report['tasks']} tasks to {args.output}\n")
     return 0
+
+
+COMMAND = DatasetCommand("commit-message tasks from trajectory steps", add_arguments, run)

@@ -14,8 +14,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from .certs import write_certs
-from .processes import EdgeCluster, WorkerSpec, tls_files
+from core.edge.certs import write_certs
+from core.edge.processes import EdgeCluster, WorkerSpec, tls_files
 
 __all__ = ["EXAMPLE", "write_demo_job", "run_demo"]
 
@@ -68,7 +68,7 @@ def run_demo(folder: Path, show_progress: bool = True) -> list[dict[str, Any]]:
     """Certificates, cluster, job, teardown (see module doc); returns the rank rows."""
     from core.cmd.job import load_job
     from core.cmd.runner import run_job
-    from core.testcasecontroller.metrics.code_execution import close_executors
+    from core.testenvmanager.sandbox.pool import close_executors
 
     certs = folder / "certs"
     write_certs(certs, ["127.0.0.1"], ["edge1", "edge2"])

@@ -18,7 +18,7 @@ from typing import Any
 from core.common.class_factory import ClassFactory
 from core.common.errors import DatasetError
 from core.scenarios.base import TASK_KIND, MetricFn, TaskKind, reject_unknown, require_object, require_str
-from core.scenarios.implement_change import prompts
+from core.scenarios.trajectories.implement_change import prompts
 
 __all__ = ["ImplementChangeKind", "RECORD_FIELDS", "whole_files_reply"]
 
@@ -60,6 +60,11 @@ class ImplementChangeKind(TaskKind):
     name = "implement_change"
     input_field = "message"
 
+    def leak_view(self) -> Any:
+        from core.scenarios.trajectories.implement_change.leaks import VIEW
+
+        return VIEW
+
     def validate(self, record: Mapping[str, Any], source: str | None = None,
                  line: int | None = None) -> dict[str, Any]:
         reject_unknown(require_object(record, source, line), RECORD_FIELDS, source, line)
@@ -94,6 +99,6 @@ class ImplementChangeKind(TaskKind):
         return {"task": record["message"], "reference": record["reference_patch"]}
 
     def metrics(self) -> dict[str, MetricFn]:
-        from core.scenarios.implement_change.scoring import implement_tests
+        from core.scenarios.trajectories.implement_change.scoring import implement_tests
 
         return {"implement_tests": implement_tests}

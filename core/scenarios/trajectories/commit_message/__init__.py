@@ -26,9 +26,10 @@ from typing import Any
 from core.common.class_factory import ClassFactory
 from core.common.errors import DatasetError
 from core.generation.extract import fenced_blocks
-from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, finish_record, judged_metrics,
-                                 reject_unknown, require_object, require_str)
-from core.scenarios.commit_message import prompts
+from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, finish_record, reject_unknown,
+                                 require_object, require_str)
+from core.scenarios.judged import judged_metrics
+from core.scenarios.trajectories.commit_message import prompts
 
 FIELDS = {"id", "diff", "files", "context", "message", "commit", "committed_at", "repo",
           "pull_request_title", "metadata"}
@@ -42,6 +43,11 @@ class CommitMessageKind(TaskKind):
 
     name = "commit_message"
     input_field = "diff"
+
+    def leak_view(self) -> Any:
+        from core.scenarios.trajectories.commit_message.leaks import VIEW
+
+        return VIEW
 
     def validate(self, record: Mapping[str, Any], source: str | None = None,
                  line: int | None = None) -> dict[str, Any]:
@@ -99,6 +105,6 @@ class CommitMessageKind(TaskKind):
                 "reference": self.reference(record)}
 
     def metrics(self) -> dict[str, MetricFn]:
-        from core.scenarios.commit_message.metrics import commit_message_scores
+        from core.scenarios.trajectories.commit_message.metrics import commit_message_scores
 
         return {"commit_message_scores": commit_message_scores, **judged_metrics(self.name)}

@@ -5,7 +5,7 @@ the PR's previous step), the model gets the PR's title, the previous step's mess
 the review comments made on that commit when an exported code-host file supplied them, the next
 commit's message (what the revision says it addresses) and the files that commit changes, as
 they are after the previous step. It produces the revision (whole files or a unified diff, parsed
-like implement_change replies, :mod:`core.scenarios.implement_change.answer`).
+like implement_change replies, :mod:`core.scenarios.trajectories.implement_change.answer`).
 
 Each record says how it is graded (``grading``, chosen by ``ianvs dataset revise
 --grade-tests``): ``tests`` when the step touches tested code and flips a test of its pull
@@ -24,9 +24,9 @@ from core.common.class_factory import ClassFactory
 from core.common.errors import DatasetError
 from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, finish_record, reject_unknown,
                                  require_object, require_str)
-from core.scenarios.implement_change import whole_files_reply
-from core.scenarios.implement_change.prompts import FILE
-from core.scenarios.revise import prompts
+from core.scenarios.trajectories.implement_change import whole_files_reply
+from core.scenarios.trajectories.implement_change.prompts import FILE
+from core.scenarios.trajectories.revise import prompts
 
 FIELDS = {"id", "grading", "repo", "commit", "committed_at", "pull_request", "previous", "feedback", "message",
           "files", "reference_files", "metadata", "tests", "test_files", "env"}
@@ -73,6 +73,11 @@ class ReviseKind(TaskKind):
 
     name = "revise"
     input_field = "message"
+
+    def leak_view(self) -> Any:
+        from core.scenarios.trajectories.revise.leaks import VIEW
+
+        return VIEW
 
     def validate(self, record: Mapping[str, Any], source: str | None = None,
                  line: int | None = None) -> dict[str, Any]:
@@ -122,6 +127,6 @@ class ReviseKind(TaskKind):
         return {"task": record["message"], "reference": self.reference(record)}
 
     def metrics(self) -> dict[str, MetricFn]:
-        from core.scenarios.revise.metrics import revise_scores
+        from core.scenarios.trajectories.revise.metrics import revise_scores
 
         return {"revise_scores": revise_scores}

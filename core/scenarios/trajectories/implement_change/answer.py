@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.generation.extract import fenced_blocks
-from core.scenarios.implement_change.paths import TestSide, canonical_path
+from core.scenarios.trajectories.implement_change.paths import TestSide, canonical_path
 
 __all__ = ["ParsedChange", "parse_change", "FAILURE_KINDS", "TestSide"]
 

@@ -23,7 +23,7 @@ Hooks are host code, and a dataset is untrusted input, so a record can only *nam
 that is already allowed; it never supplies code or an import path of its own:
 
 * the project's hooks (:data:`BUILTIN_HOOKS`), by short name (``append_test_code``,
-  ``last_line_is_ok``) or by dotted name (``core.testcasecontroller.metrics.code_tasks:
+  ``last_line_is_ok``) or by dotted name (``core.scenarios.codegen.records:
   last_line_is_ok``). They work on plain data: strings in, a string or a bool out;
 * a function the *job* trusts: listed as ``"package.module:function"`` under ``code_hooks:``
   in testenv.yaml (:func:`check_trusted_hook` checks and imports it when the file is loaded).
@@ -48,28 +48,26 @@ kept in the project's one registry (:class:`core.common.class_factory.ClassFacto
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from core.common.class_factory import ClassFactory
-from core.common.errors import ConfigError, IanvsError
+from core.common.errors import ConfigError
+from core.common.hooks import CODE_HOOK, TRUST_KEY, check_trusted_hook, load_hook
 
 __all__ = ["CODE_HOOK", "BUILTIN_HOOKS", "HOOK_FIELDS", "CodeTask", "code_task", "resolve_hook",
            "check_trusted_hook", "allowed_hooks", "append_test_code", "parse_verdict",
            "OUTPUT_PARSE", "last_line_is_ok", "executes_code", "runs_code", "check_executable"]
 
-#: registry group of merge and parse functions
-CODE_HOOK = "code_hook"
 #: the grading tier of results decided by ``output_parse_fn``
 OUTPUT_PARSE = "output_parse"
 #: record fields that name a hook
 HOOK_FIELDS = ("snippet_merge_fn", "output_parse_fn")
 FIELDS = ("run_env", "package_downloads", "test_code", *HOOK_FIELDS, "benchmark_timeout")
-#: the testenv.yaml key that lists the functions a job trusts as hooks
-TRUST_KEY = "code_hooks"
-_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
+#: where the project's hooks lived before the codegen kind had its own folder: datasets that
+#: name them by that dotted name keep working
+_OLD_MODULE = "core.testcasecontroller.metrics.code_tasks"
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -155,7 +153,7 @@ def last_line_is_ok(output: str) -> bool:
 #: ``module:function`` name (both registered in the ``code_hook`` group)
 BUILTIN_HOOKS: dict[str, Callable[..., Any]] = {}
 for _fn in (append_test_code, last_line_is_ok):
-    for _name in (_fn.__name__, f"{__name__}:{_fn.__name__}"):
+    for _name in (_fn.__name__, f"{__name__}:{_fn.__name__}", f"{_OLD_MODULE}:{_fn.__name__}"):
         BUILTIN_HOOKS[_name] = _fn
         ClassFactory.register_cls(_fn, CODE_HOOK, _name)
 
@@ -174,39 +172,6 @@ def _refusal(where: str, field_name: str, value: Any, trusted: Iterable[str]) ->
              "sample's output, outside the sandbox")
 
 
-def _load(path: str) -> Callable[..., Any]:
-    """The function registered as ``path`` (lazily imported on first use); raises
-    :class:`ConfigError` (and leaves nothing registered) if it cannot be loaded or is not
-    callable. Only for built-in or trusted names."""
-    if not ClassFactory.is_exists(CODE_HOOK, path):
-        ClassFactory.register_lazy(CODE_HOOK, path, path)
-    try:
-        fn = ClassFactory.get_cls(CODE_HOOK, path)
-    except (ImportError, AttributeError, IanvsError) as exc:
-        ClassFactory.unregister(CODE_HOOK, path)
-        raise ConfigError(f"{path!r} cannot be loaded: {type(exc).__name__}: {exc}") from None
-    if not callable(fn):
-        ClassFactory.unregister(CODE_HOOK, path)
-        raise ConfigError(f"{path!r} is not a function")
-    return fn  # type: ignore[no-any-return]
-
-
-def check_trusted_hook(path: Any) -> Callable[..., Any]:
-    """Check one ``code_hooks:`` entry of testenv.yaml and import it: ``path`` must be
-    ``"package.module:function"`` naming a callable. Called for the job's own configuration
-    only, never for a dataset value.
-
-    Raises:
-        ConfigError: malformed, not importable, or not callable (message without location;
-            the caller adds file and line).
-    """
-    if not isinstance(path, str) or not _DOTTED.fullmatch(path):
-        raise ConfigError(f"must be 'package.module:function', got {path!r}")
-    if path in BUILTIN_HOOKS:
-        return BUILTIN_HOOKS[path]
-    return _load(path)
-
-
 def resolve_hook(path: Any, where: str, field_name: str,
                  trusted: Iterable[str] = ()) -> Callable[..., Any]:
     """The function a record's ``field_name`` names, if it is allowed.
@@ -223,7 +188,7 @@ def resolve_hook(path: Any, where: str, field_name: str,
     if path in BUILTIN_HOOKS:
         return BUILTIN_HOOKS[path]
     try:
-        return _load(path)
+        return load_hook(path)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {field_name} {exc.message}",
                           hint=f"it is trusted in testenv.yaml '{TRUST_KEY}:'") from None

@@ -36,11 +36,11 @@ other task by similarity to the real revision. Each kept task gets ``grading`` a
 ``no_fail_to_pass``    none passes at the step and not at its parent (with the step's own test
                        changes applied): the step flips no test
 ``edits_test_side``    the step's own change writes what no reply may write (a pytest
-                       configuration file, say: :func:`core.scenarios.implement_change.paths.gold_refusals`)
+                       configuration file, say: :func:`core.scenarios.trajectories.implement_change.paths.gold_refusals`)
 ``tests``              graded by tests: FAIL_TO_PASS and a PASS_TO_PASS sample recorded
 =====================  ========================================================================
 
-Validation is the implement-change builder's (:mod:`core.scenarios.implement_change.builder`):
+Validation is the implement-change builder's (:mod:`core.scenarios.trajectories.implement_change.builder`):
 the *task root* is the parent's tree with the step's own test changes applied (``git archive``,
 minus ``--exclude`` paths); the tests run there and at the step, directly (the repository's own
 code). A test-graded task's root is archived to ``--sources-dir``; its ``files`` and
@@ -75,8 +75,9 @@ from typing import Any
 from core.common.errors import ConfigError
 from core.common.jsonl import iter_jsonl
 from core.common.progress import progress_bar
-from core.scenarios.implement_change.builder import export_roots, write_archive
-from core.scenarios.implement_change.paths import gold_refusals
+from core.scenarios.trajectories.implement_change.builder import export_roots, write_archive
+from core.scenarios.trajectories.implement_change.paths import gold_refusals
+from core.scenarios.base import DatasetCommand
 from core.scenarios.leak_views import screen_all, tally
 from core.scenarios.repo.env import RepoEnv, ensure_env
 from core.scenarios.repo.source import content_hash
@@ -356,3 +357,7 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(json.dumps(report["grading"]) + "\n")
     sys.stdout.write(f"wrote {report['tasks']} tasks to {args.output}\n")
     return 0
+
+
+COMMAND = DatasetCommand("revise-after-feedback tasks from pull requests' steps", add_arguments,
+                         run)

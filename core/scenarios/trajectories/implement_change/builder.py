@@ -50,7 +50,8 @@ from typing import Any
 
 from core.common.jsonl import iter_jsonl
 from core.common.progress import progress_bar
-from core.scenarios.implement_change.paths import gold_refusals
+from core.scenarios.trajectories.implement_change.paths import gold_refusals
+from core.scenarios.base import DatasetCommand
 from core.scenarios.leak_views import screen, tally
 from core.scenarios.repo.env import ensure_env
 from core.scenarios.repo.source import content_hash
@@ -321,3 +322,6 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(json.dumps(report["counts"]) + "\n")
     sys.stdout.write(f"wrote {report['tasks']} tasks to {args.output} (sources in {sources})\n")
     return 0
+
+
+COMMAND = DatasetCommand("implement-the-change tasks from trajectory steps", add_arguments, run)

@@ -1,0 +1,71 @@
+"""The one registry of task kinds: lazy built-ins, an alias that must be the kind's name, and the
+hooks the core reaches kinds through (docs/architecture.md)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.common.class_factory import ClassFactory
+from core.common.errors import RegistryError
+from core.scenarios import (BUILTIN_DATASET_COMMANDS, BUILTIN_KINDS, DEFAULT_KIND, TASK_KIND,
+                            all_kinds, dataset_commands, get_kind, job_kind)
+from core.scenarios.base import DatasetCommand, TaskKind
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class _Copied(TaskKind):
+    """A kind copied from ``issue/`` whose alias was not changed."""
+
+    name = "docstring"
+
+    def validate(self, record: Any, source: str | None = None,
+                 line: int | None = None) -> dict[str, Any]:
+        return dict(record)
+
+    def messages(self, record: Any) -> list[dict[str, str]]:
+        return []
+
+    def reference(self, record: Any) -> str:
+        return ""
+
+    def judge_view(self, record: Any) -> dict[str, str]:
+        return {}
+
+
+def test_importing_the_registry_imports_no_kind() -> None:
+    code = ("import sys, core.scenarios; "
+            "print(sorted(m for m in sys.modules if m.startswith('core.scenarios.')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "['core.scenarios.base']"
+
+
+def test_every_builtin_kind_and_command_resolves() -> None:
+    assert [k.name for k in all_kinds()] == sorted(BUILTIN_KINDS)
+    commands = dataset_commands()
+    assert list(commands) == list(BUILTIN_DATASET_COMMANDS)
+    assert all(isinstance(c, DatasetCommand) for c in commands.values())
+    assert job_kind(None) is get_kind(DEFAULT_KIND)
+
+
+def test_an_alias_that_is_not_the_kinds_name_is_refused() -> None:
+    ClassFactory.register_cls(_Copied, TASK_KIND, "issue2")
+    try:
+        with pytest.raises(RegistryError, match="whose name is 'docstring'") as err:
+            get_kind("issue2")
+        assert "alias" in (err.value.hint or "")
+    finally:
+        ClassFactory.unregister(TASK_KIND, "issue2")
+
+
+def test_every_kind_has_a_leak_view_and_text_kinds_a_rubric() -> None:
+    for kind in all_kinds():
+        assert kind.leak_view() is not None, kind.name
+        if "llm_judge" in kind.metrics():
+            assert kind.rubric_path().is_file(), kind.name
+            assert kind.rubric_path().parent != REPO / "core" / "scenarios"
