@@ -6,6 +6,9 @@ Accepted lines (JSON objects, ``.jsonl`` or ``.jsonl.gz``, blank lines ignored):
   prompt; the module is ``prompt + completion``.
 * ``{"task_id": ..., "solution": ...}`` — EvalPlus style: a full solution; used as is.
 * both keys present: ``solution`` wins.
+* optional ``mean_logprob`` / ``min_logprob`` (finite numbers): the recorded run's token
+  log-probabilities, kept on the replayed generation (confidence routers read them); anything
+  else there is ignored, never invented.
 
 Several lines per task are several samples (``sample_index`` = order of appearance
 within the task). ``n`` in the requests is ignored: a task gets exactly its recorded
@@ -137,7 +140,9 @@ class ReplayGenerator(Generator):
                     raw = record["completion"]
                     code = request.prompt + raw
                 yield Generation(task_id=request.task_id, sample_index=index, raw_output=raw,
-                                 code=code, key=sample_key(model, request, index))
+                                 code=code, key=sample_key(model, request, index),
+                                 mean_logprob=_logprob(record.get("mean_logprob")),
+                                 min_logprob=_logprob(record.get("min_logprob")))
 
     def close(self) -> None:
         """Warn once about recorded tasks no request asked for."""
@@ -148,3 +153,11 @@ class ReplayGenerator(Generator):
                 LOGGER.warning("%s: %d recorded task(s) were not requested (e.g. %s)",
                                self.samples_path, len(extra), sorted(extra)[0])
         self._asked = set()
+
+
+def _logprob(value: object) -> float | None:
+    """A recorded log-probability (a finite number), else None: a replay keeps what the
+    recorded run measured, and never invents it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if value == value and abs(value) != float("inf") else None

@@ -313,7 +313,18 @@ def _run_joint(case: TestCase, testenv: TestEnvConfig, test: Any, show_progress:
         case_dir=case.case_dir, cache_dir=case.case_dir.parent.parent / JOINT_CACHE_DIR,
         test=test, make_modules=make_modules, router=router, router_name=router_spec.name,
         mode=str(mode), initial_model_url=algorithm.initial_model_url,
-        sandbox=dict(testenv.sandbox), show_progress=show_progress))
+        sandbox=dict(testenv.sandbox), show_progress=show_progress,
+        train=lambda: _train_records(testenv)))
+
+
+def _train_records(testenv: TestEnvConfig) -> list[dict[str, Any]]:
+    """The train split's records (JSONL or JSON sets; none when the testenv has no train
+    split or its format has no per-item records)."""
+    if testenv.dataset.train is None:
+        return []
+    train = testenv.dataset.parse("train", "train")
+    records = getattr(train, "records", None)
+    return list(records()) if callable(records) else []
 
 
 def _metric_failed(case: TestCase, spec: Any, fn: Any, exc: Exception,

@@ -15,7 +15,14 @@ column                      meaning
 ``oracle_pass@1``           share of tasks that the edge or the cloud answers correctly: the
                             best any router can do with these two answers
 ``regret``                  ``oracle_pass@1 - pass@1``
+``train_cloud_share``       for a router fitted on the train split
+                            (:mod:`core.scenarios.cloudedge.learned`), the share of the *train*
+                            tasks it sends to the cloud (its target); NaN for other routers.
+                            ``cloud_share`` is what it reached on the test split
 =========================== =================================================================
+
+``pass@1``, ``cloud_share``, the token and seconds columns, ``oracle_pass@1`` and ``regret``
+record their per-task values (the report's intervals and paired tests).
 
 Generation seconds are those measured when each answer was made (a cached answer keeps its
 cost). ``oracle_pass@1`` and ``regret`` need both models' answer to every task; they come from
@@ -36,7 +43,7 @@ logger = logging.getLogger(__name__)
 
 COLUMNS = ("pass@1", "cloud_share", "edge_prompt_tokens", "edge_completion_tokens",
            "cloud_prompt_tokens", "cloud_completion_tokens", "edge_s", "check_s", "cloud_s",
-           "latency_s", "oracle_pass@1", "regret")
+           "latency_s", "oracle_pass@1", "regret", "train_cloud_share")
 
 
 def _usage(answer: Any, name: str) -> float:
@@ -96,18 +103,37 @@ def cloudedge(y_true: Any, y_pred: Any, context: Any = None) -> dict[str, Any]:
                     per_task.add(f"{role}_{kind}", task, _usage(answer, kind), "tasks")
                 per_task.add(f"{role}_s", task, _seconds(answer), "tasks")
             per_task.add("check_s", task, _seconds(pred[1], "check_s"), "tasks")
-    oracle = _oracle(records, context, workspace)
-    row["oracle_pass@1"] = oracle
-    row["regret"] = round(oracle - row["pass@1"], 4) if not math.isnan(oracle) else math.nan
+    either = _oracle(records, context, workspace)
+    if either is None:
+        row["oracle_pass@1"] = row["regret"] = math.nan
+    else:
+        row["oracle_pass@1"] = round(sum(either) / n, 4)
+        row["regret"] = round(row["oracle_pass@1"] - row["pass@1"], 4)
+        if per_task is not None:
+            for record, ok, best in zip(records, passed, either):
+                task = str(record["task_id"])
+                per_task.add("oracle_pass@1", task, float(best), "tasks")
+                per_task.add("regret", task, float(best) - float(ok), "tasks")
+    row["train_cloud_share"] = _train_share(workspace)
     return row
+
+
+def _train_share(workspace: Path) -> float:
+    """The train split's cloud share of a fitted router (its ``router.json``), else NaN."""
+    from core.scenarios.cloudedge.learned import ROUTER_FILE
+
+    try:
+        return float(json.loads((workspace / ROUTER_FILE).read_text())["train_cloud_share"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return math.nan
 
 
 cloudedge.columns = lambda: list(COLUMNS)  # type: ignore[attr-defined]
 
 
-def _oracle(records: list[dict[str, Any]], context: Any, workspace: Path) -> float:
-    """Share of tasks that the case's edge or cloud model answers correctly, from the job's
-    shared answers; NaN when either model has not answered every task yet."""
+def _oracle(records: list[dict[str, Any]], context: Any, workspace: Path) -> list[bool] | None:
+    """Per task: whether the case's edge or cloud model answers it correctly, from the job's
+    shared answers; None when either model has not answered every task yet."""
     from core.testcasecontroller.predictions import JOINT_CACHE_DIR
     from core.scenarios.cloudedge.models import ANSWERS_FILE, CACHE_FILE, MODELS_FILE
 
@@ -117,7 +143,7 @@ def _oracle(records: list[dict[str, Any]], context: Any, workspace: Path) -> flo
         lines = (cache_dir / ANSWERS_FILE).read_text(encoding="utf-8").splitlines()
     except (OSError, ValueError):
         logger.info("oracle_pass@1 and regret: no shared answers (not this project's code models)")
-        return math.nan
+        return None
     keys: dict[tuple[str, str], str] = {}
     for line in lines:
         try:
@@ -137,9 +163,9 @@ def _oracle(records: list[dict[str, Any]], context: Any, workspace: Path) -> flo
                 logger.info("oracle_pass@1 and regret: the %s model has not answered %s yet "
                             "(run a CloudOnly and an EdgeOnly case, or OracleRouter, in this job)",
                             role, record["task_id"])
-                return math.nan
+                return None
             found.append({"samples": [gen.to_dict()]})
         answers[role] = found
     edge_ok = _graded(records, answers["edge"], context, cache_dir)
     cloud_ok = _graded(records, answers["cloud"], context, cache_dir)
-    return round(sum(e or c for e, c in zip(edge_ok, cloud_ok)) / len(records), 4)
+    return [e or c for e, c in zip(edge_ok, cloud_ok)]

@@ -59,6 +59,9 @@ class JointContext:
         cache_dir: folder shared by every test case of the job (model answers cached by
             content there, so a router sweep generates each answer once).
         records: the test records, in dataset order.
+        train_records: the train split's records (empty when the testenv has none); routers
+            that fit before they route read them (their hidden tests too: the train split is
+            for fitting), never the test records' hidden tests.
         sandbox: the testenv's ``sandbox`` settings (routers that run code use them).
         mode: the mining mode of this run.
         edgemodel, cloudmodel: the two model instances.
@@ -80,6 +83,7 @@ class JointContext:
     current: int = -1
     costs: dict[int, float] = field(default_factory=dict)
     router_errors: dict[int, str] = field(default_factory=dict)
+    train_records: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -100,6 +104,8 @@ class JointInferenceInputs:
     initial_model_url: str = ""
     sandbox: dict[str, Any] = field(default_factory=dict)
     show_progress: bool = True
+    #: the train split's records, read only when modules are built (empty: no train split)
+    train: Callable[[], list[dict[str, Any]]] = list
 
 
 def check_mode(mode: Any, source: Path | None = None) -> str:
@@ -156,7 +162,8 @@ def run_joint_inference(inp: JointInferenceInputs) -> tuple[Any, dict[str, Any]]
         edge, cloud = modules["edgemodel"], modules["cloudmodel"]
         ctx = JointContext(case_dir=inp.case_dir, cache_dir=inp.cache_dir, records=records,
                            sandbox=dict(inp.sandbox), mode=inp.mode, edgemodel=edge,
-                           cloudmodel=cloud, show_progress=inp.show_progress)
+                           cloudmodel=cloud, show_progress=inp.show_progress,
+                           train_records=inp.train())
         for module in modules.values():
             _bind(module, ctx)
         load = getattr(edge, "load", None)
