@@ -183,10 +183,13 @@ def resolve_path(raw: str, yaml_file: Path) -> Path:
     return from_cwd
 
 
-def require_file(raw: str, yaml_file: Path, what: str, section: Section, key: str) -> Path:
-    """Resolve ``raw`` and insist that it is an existing file."""
+def require_file(raw: str, yaml_file: Path, what: str, section: Section, key: str,
+                 package: bool = False) -> Path:
+    """Resolve ``raw`` and insist that it is an existing file (or, with ``package``, a folder
+    holding ``__init__.py``: a plugin split over several modules)."""
     path = resolve_path(raw, yaml_file)
-    if not path.is_file():
-        raise section.error(key, f"names {what} {raw!r}, which was not found",
+    if not (path.is_file() or (package and (path / "__init__.py").is_file())):
+        kind = f"{what} (a .py file or a package folder)" if package else what
+        raise section.error(key, f"names {kind} {raw!r}, which was not found",
                             hint=f"tried {Path.cwd() / raw} and {yaml_file.parent / raw}")
     return path

@@ -69,3 +69,41 @@ def test_every_kind_has_a_leak_view_and_text_kinds_a_rubric() -> None:
         if "llm_judge" in kind.metrics():
             assert kind.rubric_path().is_file(), kind.name
             assert kind.rubric_path().parent != REPO / "core" / "scenarios"
+
+
+def test_a_plugin_kind_may_be_a_package_folder(tmp_path: Path) -> None:
+    """``task_kind: {name, url}`` may name a package (a kind split over modules)."""
+    from core.testenvmanager.testenv.testenv import load_testenv
+
+    pkg = tmp_path / "pkgkind"
+    pkg.mkdir()
+    (pkg / "schema.py").write_text("FIELDS = {'question', 'answer', 'id', 'metadata'}\n")
+    (pkg / "__init__.py").write_text(
+        "from typing import Any\n"
+        "from core.common.class_factory import ClassFactory\n"
+        "from core.scenarios.base import TASK_KIND, TaskKind, reject_unknown\n"
+        "from .schema import FIELDS\n\n"
+        "@ClassFactory.register(TASK_KIND, alias='pkgkind')\n"
+        "class PkgKind(TaskKind):\n"
+        "    name = 'pkgkind'\n"
+        "    def validate(self, record: Any, source: Any = None, line: Any = None) -> Any:\n"
+        "        reject_unknown(record, FIELDS, source, line)\n"
+        "        return {**record, 'id': record.get('id', 'x')}\n"
+        "    def messages(self, record: Any) -> Any:\n"
+        "        return [{'role': 'user', 'content': record['question']}]\n"
+        "    def reference(self, record: Any) -> str:\n"
+        "        return str(record['answer'])\n"
+        "    def judge_view(self, record: Any) -> Any:\n"
+        "        return {}\n")
+    (tmp_path / "data.jsonl").write_text('{"question": "q", "answer": "a"}\n')
+    env = tmp_path / "testenv.yaml"
+    env.write_text('testenv:\n  dataset:\n    test_index: "./data.jsonl"\n'
+                   '  metrics:\n    - name: "acc"\n'
+                   '  task_kind: {name: "pkgkind", url: "./pkgkind"}\n')
+    try:
+        assert load_testenv(env).task_kind == "pkgkind"
+        assert get_kind("pkgkind").reference({"answer": "a"}) == "a"
+        with pytest.raises(Exception, match="unknown field 'extra'"):
+            get_kind("pkgkind").validate({"question": "q", "answer": "a", "extra": 1})
+    finally:
+        ClassFactory.unregister(TASK_KIND, "pkgkind")

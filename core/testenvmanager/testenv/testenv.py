@@ -155,7 +155,8 @@ def _task_kind(sec: Section, path: Path) -> tuple[str | None, int | None]:
         name = ksec.get("name", str)
         url_raw = ksec.get("url", str, None, allow_none=True)
         if url_raw:
-            load_plugin(require_file(url_raw, path, "task kind file", ksec, "url"))
+            load_plugin(require_file(url_raw, path, "task kind file", ksec, "url",
+                                     package=True))
     else:
         name = sec.get("task_kind", str)
     return str(name), sec.line("task_kind")
