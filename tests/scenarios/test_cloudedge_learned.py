@@ -162,3 +162,41 @@ def test_a_fitted_router_refuses_a_job_without_a_clean_train_split(job: Path) ->
     res = run_cli("-f", "benchmarkingjob_split.yaml", "--no-progress", "--fresh", cwd=job,
                   timeout=600)
     assert "shares 8 task(s) with the test split" in res.stderr
+
+
+@pytest.mark.parametrize("job_file", ["benchmarkingjob.yaml", "benchmarkingjob_split.yaml"])
+def test_shipped_cloudedge_jobs_run_from_the_repository_root(tmp_path: Path, job_file: str
+                                                             ) -> None:
+    """Both shipped jobs, run from the root of a copy of the repository exactly as the docs
+    write the command, with the two models swapped for recorded answers and the canonical
+    generator, on a few tasks of each split: every path the job names resolves."""
+    bench = tmp_path / "examples" / "smart_coding" / "smart_coding_learning_bench"
+    shutil.copytree(BENCH / "cloudedge", bench / "cloudedge",
+                    ignore=shutil.ignore_patterns("workspace"))
+    shutil.copytree(BENCH / "codegen" / "data", bench / "codegen" / "data")
+    cut = {bench / "codegen" / "data" / "humaneval_subset.jsonl": 3,
+           bench / "cloudedge" / "data" / "humaneval_train.jsonl": 6,
+           bench / "cloudedge" / "data" / "humaneval_test.jsonl": 3}
+    for path, keep in cut.items():
+        path.write_text("".join(json.dumps(r) + "\n" for r in _read(path)[:keep]))
+    answers = tmp_path / "edge_answers.jsonl"
+    answers.write_text("".join(
+        json.dumps({"task_id": r["task_id"], "completion": r["canonical_solution"],
+                    "mean_logprob": -0.1, "min_logprob": -1.0}) + "\n"
+        for path in cut for r in _read(path)))
+    for alg in (bench / "cloudedge" / ROUTING).glob("*.yaml"):
+        text = alg.read_text()
+        edge, cloud = text.split('type: "cloudmodel"')
+        edge = edge.replace('generator: {values: ["embedded"]}',
+                            f'generator: {{values: ["replay"]}}\n        - samples_path: {{values: ["{answers}"]}}')
+        edge = edge.replace("        - logprobs: {values: [true]}\n", "")
+        cloud = cloud.replace('generator: {values: ["embedded"]}', 'generator: {values: ["canonical"]}')
+        cloud = cloud.replace('        - model: {values: ["qwen2.5-coder-1.5b"]}\n', "")
+        alg.write_text(edge + 'type: "cloudmodel"' + cloud)
+    job = f"examples/smart_coding/smart_coding_learning_bench/cloudedge/{job_file}"
+    res = run_cli("-f", job, "--no-progress", cwd=tmp_path, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    ranks = list(tmp_path.rglob("all_rank.csv"))
+    assert len(ranks) == 1
+    rows = list(csv.DictReader(ranks[0].open()))
+    assert rows and all(float(r["pass@1"]) == 1.0 for r in rows)  # every answer is right
