@@ -33,6 +33,7 @@ from typing import Any
 
 from core.common.errors import ConfigError, IanvsError
 from core.common.jsonl import open_append
+from core.common.progress import progress_bar
 from core.generation import create_generator
 from core.generation.base import Generator
 from core.generation.cache_key import GenerationCache, canonical_json, sample_key
@@ -171,6 +172,28 @@ class CodeModel:
             return gen, True
         generator = self._ensure_generator(records)
         return next(iter(self._cache.append(generator.generate([request])))), False
+
+    def prefetch(self, records: list[dict[str, Any]]) -> int:
+        """Answer every record not in the job's cache in one batch, so a generator with several
+        model instances (``embedded`` by default: one per core) decodes them side by side
+        instead of one at a time; returns how many were asked. Answers land in the cache (a
+        failed one too, for the record, but it is asked again later) and are read from it as
+        usual; each keeps the latency of its own call. Routers that need a model's answer to
+        every task up front (the oracle, the fitted routers on the train split) call this."""
+        if not records:
+            return 0
+        identity = self._model_identity(records)
+        assert self._cache is not None
+        todo = [r for r in (self._request(rec) for rec in records)
+                if self._cache.get(sample_key(identity, r, 0)) is None]
+        if todo:
+            generator = self._ensure_generator(self.ctx.records if self.ctx else records)
+            show = bool(getattr(self.ctx, "show_progress", True))
+            with progress_bar(total=len(todo), desc=f"answers[{self._role()}]", unit="task",
+                              enabled=show) as bar:
+                for _gen in self._cache.append(generator.generate(todo)):
+                    bar.update(1)
+        return len(todo)
 
     def _note(self, role: str, task_id: str, gen: Generation) -> None:
         """One line of ``answers.jsonl`` (job-wide) for the metrics: this model's answer to

@@ -160,6 +160,15 @@ class OracleRouter(_Router):
         super().__init__(**params)
         self.edge, self.cloud = edgemodel, cloudmodel
 
+    def bind(self, ctx: Any) -> None:
+        """Both models answer every task in one batch each (:meth:`CodeModel.prefetch`), so a
+        model with several instances decodes side by side; the routing below reads the cache."""
+        super().bind(ctx)
+        for model in (self.edge, self.cloud):
+            prefetch = getattr(model, "prefetch", None)
+            if callable(prefetch):
+                prefetch(list(ctx.records))
+
     def decide(self, data: Any = None) -> bool:
         record = self._record()
         started = time.perf_counter()
