@@ -76,3 +76,44 @@ def scenario_job(tmp_path: Path):
         return root / "benchmarkingjob.yaml"
 
     return make
+
+
+def swap_cloudedge_models(routing: Path, answers: Path) -> None:
+    """In a copy of the cloud-edge example's ``testalgorithms/routing`` folder: the edge model
+    replays the recorded ``answers`` (no log-probabilities asked of it) and the cloud model is
+    the ``canonical`` generator, so every answer's correctness is known."""
+    for alg in routing.glob("*.yaml"):
+        text = alg.read_text()
+        edge, cloud = text.split('type: "cloudmodel"')
+        edge = edge.replace('generator: {values: ["embedded"]}',
+                            f'generator: {{values: ["replay"]}}\n        - samples_path: {{values: ["{answers}"]}}')
+        edge = edge.replace("        - logprobs: {values: [true]}\n", "")
+        cloud = cloud.replace('generator: {values: ["embedded"]}', 'generator: {values: ["canonical"]}')
+        cloud = cloud.replace('        - model: {values: ["qwen2.5-coder-1.5b"]}\n', "")
+        alg.write_text(edge + 'type: "cloudmodel"' + cloud)
+
+
+def stub_kind(kind_name: str) -> type:
+    """A minimal :class:`~core.scenarios.base.TaskKind` subclass named ``kind_name`` (records
+    pass as they are, no prompt, no reference, no leak view), for registry tests."""
+    from typing import Any
+
+    from core.scenarios.base import TaskKind
+
+    class Stub(TaskKind):
+        name = kind_name
+
+        def validate(self, record: Any, source: str | None = None,
+                     line: int | None = None) -> dict[str, Any]:
+            return dict(record)
+
+        def messages(self, record: Any) -> list[dict[str, str]]:
+            return []
+
+        def reference(self, record: Any) -> str:
+            return ""
+
+        def judge_view(self, record: Any) -> dict[str, str]:
+            return {}
+
+    return Stub

@@ -18,6 +18,7 @@ import pytest
 
 from core.scenarios.cloudedge.examples import examples_test, prompt_examples
 from tests.runner.conftest import run_cli
+from tests.scenarios.conftest import swap_cloudedge_models
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "examples" / "smart_coding" / "smart_coding_learning_bench"
@@ -42,15 +43,7 @@ def job(tmp_path: Path) -> Path:
         for i, rec in enumerate(_records()):
             body = rec["canonical_solution"] if i % 2 == 0 else "    return None\n"
             fh.write(json.dumps({"task_id": rec["task_id"], "completion": body}) + "\n")
-    for alg in (job / ROUTING).glob("*.yaml"):
-        text = alg.read_text()
-        edge, cloud = text.split('type: "cloudmodel"')
-        edge = edge.replace('generator: {values: ["embedded"]}',
-                            f'generator: {{values: ["replay"]}}\n        - samples_path: {{values: ["{answers}"]}}')
-        edge = edge.replace("        - logprobs: {values: [true]}\n", "")
-        cloud = cloud.replace('generator: {values: ["embedded"]}', 'generator: {values: ["canonical"]}')
-        cloud = cloud.replace('        - model: {values: ["qwen2.5-coder-1.5b"]}\n', "")
-        alg.write_text(edge + 'type: "cloudmodel"' + cloud)
+    swap_cloudedge_models(job / ROUTING, answers)
     return job
 
 

@@ -20,6 +20,7 @@ import pytest
 from core.scenarios.cloudedge.learned import ROUTER_FILE, fit_logistic, share_threshold
 from core.scenarios.cloudedge.split import is_train, split
 from tests.runner.conftest import run_cli
+from tests.scenarios.conftest import swap_cloudedge_models
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "examples" / "smart_coding" / "smart_coding_learning_bench"
@@ -81,15 +82,7 @@ def job(tmp_path: Path) -> Path:
                                  else "    return None\n",
                                  "mean_logprob": -0.05 if right else -0.9,
                                  "min_logprob": -0.5 if right else -3.0}) + "\n")
-    for alg in (job / ROUTING).glob("*.yaml"):
-        text = alg.read_text()
-        edge, cloud = text.split('type: "cloudmodel"')
-        edge = edge.replace('generator: {values: ["embedded"]}',
-                            f'generator: {{values: ["replay"]}}\n        - samples_path: {{values: ["{answers}"]}}')
-        edge = edge.replace("        - logprobs: {values: [true]}\n", "")
-        cloud = cloud.replace('generator: {values: ["embedded"]}', 'generator: {values: ["canonical"]}')
-        cloud = cloud.replace('        - model: {values: ["qwen2.5-coder-1.5b"]}\n', "")
-        alg.write_text(edge + 'type: "cloudmodel"' + cloud)
+    swap_cloudedge_models(job / ROUTING, answers)
     text = (job / "benchmarkingjob_split.yaml").read_text()
     keep = ("oracle", "calibrated_confidence", "learned")
     lines = text.splitlines(keepends=True)
@@ -184,15 +177,7 @@ def test_shipped_cloudedge_jobs_run_from_the_repository_root(tmp_path: Path, job
         json.dumps({"task_id": r["task_id"], "completion": r["canonical_solution"],
                     "mean_logprob": -0.1, "min_logprob": -1.0}) + "\n"
         for path in cut for r in _read(path)))
-    for alg in (bench / "cloudedge" / ROUTING).glob("*.yaml"):
-        text = alg.read_text()
-        edge, cloud = text.split('type: "cloudmodel"')
-        edge = edge.replace('generator: {values: ["embedded"]}',
-                            f'generator: {{values: ["replay"]}}\n        - samples_path: {{values: ["{answers}"]}}')
-        edge = edge.replace("        - logprobs: {values: [true]}\n", "")
-        cloud = cloud.replace('generator: {values: ["embedded"]}', 'generator: {values: ["canonical"]}')
-        cloud = cloud.replace('        - model: {values: ["qwen2.5-coder-1.5b"]}\n', "")
-        alg.write_text(edge + 'type: "cloudmodel"' + cloud)
+    swap_cloudedge_models(bench / "cloudedge" / ROUTING, answers)
     job = f"examples/smart_coding/smart_coding_learning_bench/cloudedge/{job_file}"
     res = run_cli("-f", job, "--no-progress", cwd=tmp_path, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]

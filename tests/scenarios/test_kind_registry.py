@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -13,28 +12,14 @@ from core.common.class_factory import ClassFactory
 from core.common.errors import RegistryError
 from core.scenarios import (BUILTIN_DATASET_COMMANDS, BUILTIN_KINDS, DEFAULT_KIND, TASK_KIND,
                             all_kinds, dataset_commands, get_kind, job_kind)
-from core.scenarios.base import DatasetCommand, TaskKind
+from core.scenarios.base import DatasetCommand
+from tests.scenarios.conftest import stub_kind
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-class _Copied(TaskKind):
-    """A kind copied from ``issue/`` whose alias was not changed."""
-
-    name = "docstring"
-
-    def validate(self, record: Any, source: str | None = None,
-                 line: int | None = None) -> dict[str, Any]:
-        return dict(record)
-
-    def messages(self, record: Any) -> list[dict[str, str]]:
-        return []
-
-    def reference(self, record: Any) -> str:
-        return ""
-
-    def judge_view(self, record: Any) -> dict[str, str]:
-        return {}
+#: a kind copied from ``issue/`` whose alias was not changed
+_Copied = stub_kind("docstring")
 
 
 def test_importing_the_registry_imports_no_kind() -> None:

@@ -224,24 +224,9 @@ def test_a_kind_without_a_leak_view_cannot_be_screened() -> None:
     refused with the fix, never screened as if nothing leaked."""
     from core.common.class_factory import ClassFactory
     from core.scenarios import TASK_KIND
-    from core.scenarios.base import TaskKind
+    from tests.scenarios.conftest import stub_kind
 
-    class NoView(TaskKind):
-        name = "noview"
-
-        def validate(self, record: Any, source: str | None = None,
-                     line: int | None = None) -> dict[str, Any]:
-            return dict(record)
-
-        def messages(self, record: Any) -> list[dict[str, str]]:
-            return []
-
-        def reference(self, record: Any) -> str:
-            return ""
-
-        def judge_view(self, record: Any) -> dict[str, str]:
-            return {}
-
+    NoView = stub_kind("noview")
     ClassFactory.register_cls(NoView, TASK_KIND, "noview")
     try:
         with pytest.raises(ValueError, match="has no leak view: give its TaskKind a leak_view"):
