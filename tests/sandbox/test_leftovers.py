@@ -185,7 +185,7 @@ def test_liveness_resists_pid_reuse(tmp_path: Path) -> None:
     os.utime(old, (time.time() - 3600, time.time() - 3600))
     fresh = tmp_path / f"ianvs-sandbox-{os.getpid()}-def"
     fresh.mkdir()
-    found = {Path(i.name).name: i.alive for i in leftovers._scan(str(tmp_path), leftovers._SANDBOX_RE, "scratch")}
+    found = {Path(i.name).name: i.alive for i in leftovers.scan(str(tmp_path), leftovers._SANDBOX_RE, "scratch")}
     started = leftovers.alive_since(os.getpid(), time.time() - 3600)
     assert found == {old.name: started, fresh.name: True}
     assert not leftovers.alive_since(dead_pid(), time.time())
