@@ -108,6 +108,7 @@ def test_min_isolation_is_enforced_on_every_node(caplog) -> None:
 def test_manifest_counts_the_samples_each_node_graded(tmp_path: Path) -> None:
     """report/manifest.json: per test case, graded_by maps each node to its number of graded
     samples (the nodes for dask; this host for local results, whose node is empty)."""
+    from core.scenarios import get_kind
     from core.storymanager.report.manifest import case_entry
 
     case = tmp_path / "case"
@@ -115,7 +116,9 @@ def test_manifest_counts_the_samples_each_node_graded(tmp_path: Path) -> None:
     lines = [{"key": f"k{i}", "result": {"timeout_s": 3.0, "node": node}}
              for i, node in enumerate(["edge1", "edge2", "edge1", "", "token-node"])]
     (case / "executions.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    entry = case_entry(case, {"url": str(case)}, {"backend": "dask"})
+    # the graders are what the job's kind reports of the case folder (codegen: its execution cache)
+    entry = case_entry(case, {"url": str(case)}, {"backend": "dask"},
+                       get_kind("codegen").run_facts)
     assert entry["sandbox"]["graded_by"] == {"edge1": 2, "edge2": 1, platform.node(): 1,
                                              "token-node": 1}
     assert entry["sandbox"]["ianvs_host"] == platform.node()
