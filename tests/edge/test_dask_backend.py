@@ -126,7 +126,8 @@ def test_each_node_starts_its_executor_once_not_per_task(cluster) -> None:
 def test_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     """kill -9 of a worker (nanny, worker and its sandbox) in mid-batch: its samples are graded
     by the other node and executions.jsonl holds each sample exactly once."""
-    from core.testenvmanager.sandbox.pool import close_executors, iter_results
+    from core.scenarios.codegen.execution import iter_results
+    from core.testenvmanager.sandbox.pool import close_executors
 
     records, preds = [], []
     for i in range(24):
