@@ -537,6 +537,7 @@ NO_PROVENANCE: dict[str, str] = {
     "judge_forks_floor.py": "a child of executor_vs_human_eval.py: its stdout is one JSON line",
     "boundary_floor.py": "a child of executor_vs_human_eval.py: its stdout is one JSON line",
     "human_eval_harness.py": "a child of executor_vs_human_eval.py: its stdout is JSON lines",
+    "compare_runs.py": "measures nothing: compares the rank files of two runs it is given",
 }
 
 
