@@ -299,33 +299,29 @@ def _check_rank(rank: RankConfig, source: Path, columns: list[str],
     return found
 
 
-def _kind_names(testenv: TestEnvRead, kind_ok: bool) -> list[str]:
-    """A task kind must be registered under its own ``name``: the kinds a ``task_kind: {name,
-    url}`` file registers, and the kind the testenv names (a kind copied from another's folder
-    keeps the other's name otherwise)."""
+def _kind_names(testenv: TestEnvRead) -> list[str]:
+    """Every task kind a ``task_kind: {name, url}`` file registers must be registered under its
+    own ``name`` (a kind copied from another's folder keeps the other's name otherwise). The
+    kind the testenv names is left out: looking it up (:func:`core.scenarios.get_kind`, when
+    the job was read) already refuses that mismatch."""
     from core.scenarios.base import TASK_KIND
 
-    registered: list[tuple[str, Any]] = []
-    if testenv.task_kind_url is not None:
-        try:
-            plugin = load_plugin(testenv.task_kind_url)
-        except IanvsError:
-            plugin = None  # reported when the testenv was read
-        if plugin is not None:
-            registered += [(r.alias, r.obj) for r in plugin.registrations if r.group == TASK_KIND]
-    if testenv.task_kind and testenv.task_kind_ok and kind_ok:
-        registered.append((testenv.task_kind, ClassFactory.get_cls(TASK_KIND, testenv.task_kind)))
+    if testenv.task_kind_url is None:
+        return []
+    try:
+        plugin = load_plugin(testenv.task_kind_url)
+    except IanvsError:
+        return []  # reported when the testenv was read
     found: list[str] = []
-    for alias, obj in registered:
+    for reg in plugin.registrations:
+        obj, alias = reg.obj, reg.alias
         name = getattr(obj, "name", None)
-        if name == alias or (alias == testenv.task_kind and not kind_ok):
-            continue  # the kind the testenv names: reported when it was looked up
+        if reg.group != TASK_KIND or name == alias or alias == testenv.task_kind:
+            continue
         label = getattr(obj, "__name__", repr(obj))
         file, line = (_attribute_line(obj, "name") if isinstance(obj, type)
-                      else (str(testenv.task_kind_url or testenv.source), None))
-        named = (f", the kind {_at(testenv.source, testenv.task_kind_line)} names,"
-                 if alias == testenv.task_kind else "")
-        text = (f"{_at(file, line)}: task kind class {label}{named} is registered as {alias!r} "
+                      else (str(testenv.task_kind_url), None))
+        text = (f"{_at(file, line)}: task kind class {label} is registered as {alias!r} "
                 f"but its name is {name!r}; a kind's name and alias must be the same (set "
                 f"name = {alias!r} in {label}, or register it with alias={name!r})")
         if text not in found:
@@ -385,6 +381,6 @@ def validate_job(path: Path) -> tuple[list[str], list[str]]:
             problems += _guard("checking the rank section", str(read.source), functools.partial(
                 _check_rank, read.rank, read.source, columns, unchecked))
         problems += _guard("checking the task kind", str(testenv.source),
-                           functools.partial(_kind_names, testenv, read.kind_ok))
+                           functools.partial(_kind_names, testenv))
         problems += _check_data(read)
     return list(dict.fromkeys(problems)), list(read.warnings)
