@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
+from typing import Any
 
 _ARROWS = r"(?:==|➞|=>|->|should return|returns?)"
 
@@ -79,6 +81,18 @@ def prompt_examples(prompt: str, entry_point: str) -> list[tuple[str, str]]:
         seen.add((call, want))
         kept.append((call, want))
     return kept
+
+
+def examples_check(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``record`` with its hidden test replaced by a test of the examples its prompt states
+    (task id ``<id>#examples``, so its execution is cached apart), or None when the prompt
+    states no usable example (or the record names no entry point)."""
+    entry = str(record.get("entry_point") or "")
+    examples = prompt_examples(str(record.get("prompt") or ""), entry) if entry else []
+    if not examples:
+        return None
+    return {**record, "test": examples_test(examples, entry),
+            "task_id": f"{record.get('task_id')}#examples"}
 
 
 def examples_test(examples: list[tuple[str, str]], entry_point: str) -> str:

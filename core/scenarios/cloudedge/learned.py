@@ -52,7 +52,8 @@ from typing import Any
 import numpy as np
 
 from core.common.errors import ConfigError
-from core.scenarios.cloudedge.examples import examples_test, prompt_examples
+from core.scenarios.cloudedge.examples import examples_check
+from core.scenarios.cloudedge.grading import passes
 from core.scenarios.cloudedge.routers import _as_prediction, _Router
 
 logger = logging.getLogger(__name__)
@@ -198,24 +199,15 @@ class LearnedRouter(_Fitted):
                   ) -> list[float | None]:
         """Per task: 1.0/0.0 when its program passes/fails the prompt's examples (run in the
         sandbox, all at once), None when the prompt states none."""
-        from core.scenarios.codegen.execution import iter_results
-
-        checks, where = [], []
-        for i, record in enumerate(records):
-            entry = str(record.get("entry_point") or "")
-            examples = prompt_examples(str(record.get("prompt") or ""), entry) if entry else []
-            if examples:
-                checks.append(({**record, "test": examples_test(examples, entry),
-                                "task_id": f"{record.get('task_id')}#examples"},
-                               _as_prediction(answers[i])))
-                where.append(i)
+        checks = [(i, check) for i, record in enumerate(records)
+                  if (check := examples_check(record)) is not None]
         found: list[float | None] = [None] * len(records)
         if checks:
-            results = iter_results([c[0] for c in checks], [c[1] for c in checks],
-                                   self.ctx.sandbox, self.ctx.cache_dir, show_progress=False,
-                                   total=len(checks))
-            for i, rows in zip(where, results):
-                found[i] = 1.0 if rows and all(r.passed for r in rows) else 0.0
+            passed = passes([check for _, check in checks],
+                            [_as_prediction(answers[i]) for i, _ in checks],
+                            self.ctx.sandbox, self.ctx.cache_dir)
+            for (i, _), ok in zip(checks, passed):
+                found[i] = 1.0 if ok else 0.0
         return found
 
     def _features(self, record: Mapping[str, Any], answer: Mapping[str, Any],
@@ -236,14 +228,12 @@ class LearnedRouter(_Fitted):
                                                           -30, 30)))))
 
     def fit(self, train: list[dict[str, Any]], answers: list[dict[str, Any]]) -> None:
-        from core.scenarios.codegen.execution import iter_results
-
         for name in ("mean_logprob", "min_logprob"):
             known = [float(a[name]) for a in answers if a.get(name) is not None]
             self.medians[name] = float(np.median(known)) if known else 0.0
-        graded = iter_results(train, [_as_prediction(a) for a in answers], self.ctx.sandbox,
-                              self.ctx.cache_dir, show_progress=False, total=len(train))
-        fails = np.array([0.0 if rows and all(r.passed for r in rows) else 1.0 for rows in graded])
+        graded = passes(train, [_as_prediction(a) for a in answers], self.ctx.sandbox,
+                        self.ctx.cache_dir)
+        fails = np.array([0.0 if ok else 1.0 for ok in graded])
         examples = self._examples(train, answers)
         rows = np.array([self._features(r, a, e) for r, a, e in zip(train, answers, examples)])
         self.mean = rows.mean(axis=0)

@@ -60,12 +60,11 @@ def _seconds(answer: Any, name: str = "latency_s") -> float:
 
 def _graded(records: list[dict[str, Any]], answers: list[Any], context: Any,
             workspace: Path) -> list[bool]:
-    from core.scenarios.codegen.execution import iter_results
+    from core.scenarios.cloudedge.grading import passes
 
-    return [bool(rows) and all(r.passed for r in rows)
-            for rows in iter_results(records, answers, context.sandbox, workspace,
-                                     getattr(context, "show_progress", True), total=len(records),
-                                     hooks=tuple(getattr(context, "code_hooks", ())))]
+    return passes(records, answers, context.sandbox, workspace,
+                  getattr(context, "show_progress", True),
+                  tuple(getattr(context, "code_hooks", ())))
 
 
 def cloudedge(y_true: Any, y_pred: Any, context: Any = None) -> dict[str, Any]:

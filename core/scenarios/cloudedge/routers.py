@@ -46,7 +46,7 @@ import time
 from typing import Any
 
 from core.common.errors import ConfigError
-from core.scenarios.cloudedge.examples import examples_test, prompt_examples
+from core.scenarios.cloudedge.examples import examples_check
 
 logger = logging.getLogger(__name__)
 
@@ -139,12 +139,10 @@ class RandomRouter(_Router):
 
 def _grade(ctx: Any, record: dict[str, Any], answer: dict[str, Any]) -> bool:
     """True when ``answer``'s program passes ``record``'s tests in the sandbox."""
-    from core.scenarios.codegen.execution import iter_results
+    from core.scenarios.cloudedge.grading import passes
 
     # the job-wide folder: its execution cache serves every router and case of a sweep
-    results = next(iter(iter_results([record], [answer], ctx.sandbox, ctx.cache_dir,
-                                      show_progress=False, total=1)))
-    return bool(results) and all(r.passed for r in results)
+    return passes([record], [answer], ctx.sandbox, ctx.cache_dir)[0]
 
 
 class OracleRouter(_Router):
@@ -192,15 +190,11 @@ class ExampleTests(_Router):
         self.no_examples = no_examples
 
     def decide(self, data: Any = None) -> bool:
-        record = self._record()
-        entry = str(record.get("entry_point") or "")
-        examples = prompt_examples(str(record.get("prompt") or ""), entry) if entry else []
-        if not examples:
+        check = examples_check(self._record())
+        if check is None:
             self._count("no_examples")
             return self.no_examples == "cloud"
         started = time.perf_counter()
-        check = {**record, "test": examples_test(examples, entry), "task_id":
-                 f"{record.get('task_id')}#examples"}
         passed = _grade(self.ctx, check, _as_prediction(data))
         self._cost(started)
         self._count("examples_passed" if passed else "examples_failed")
