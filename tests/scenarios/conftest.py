@@ -117,3 +117,15 @@ def stub_kind(kind_name: str) -> type:
             return {}
 
     return Stub
+
+
+def rank_rows_by_algorithm(rank_csv: Path) -> dict[str, list[dict[str, str]]]:
+    """The rows of a rank file, grouped by algorithm (several per algorithm in a sweep)."""
+    import csv
+
+    with open(rank_csv, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    out: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        out.setdefault(row["algorithm"], []).append(row)
+    return out

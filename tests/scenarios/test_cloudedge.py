@@ -9,7 +9,6 @@ two real models (Qwen2.5-Coder 0.5B and 1.5B), on three tasks.
 """
 from __future__ import annotations
 
-import csv
 import json
 import shutil
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 
 from core.scenarios.cloudedge.examples import examples_test, prompt_examples
 from tests.runner.conftest import run_cli
-from tests.scenarios.conftest import swap_cloudedge_models
+from tests.scenarios.conftest import rank_rows_by_algorithm, swap_cloudedge_models
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "examples" / "smart_coding" / "smart_coding_learning_bench"
@@ -48,12 +47,7 @@ def job(tmp_path: Path) -> Path:
 
 
 def _rows(job: Path) -> dict[str, list[dict[str, str]]]:
-    with open(job / "workspace" / "cloudedge_bench" / "rank" / "all_rank.csv") as fh:
-        rows = list(csv.DictReader(fh))
-    out: dict[str, list[dict[str, str]]] = {}
-    for row in rows:
-        out.setdefault(row["algorithm"], []).append(row)
-    return out
+    return rank_rows_by_algorithm(job / "workspace" / "cloudedge_bench" / "rank" / "all_rank.csv")
 
 
 def test_prompt_examples_hold_for_the_canonical_solutions() -> None:

@@ -20,7 +20,7 @@ import pytest
 from core.scenarios.cloudedge.learned import ROUTER_FILE, fit_logistic, share_threshold
 from core.scenarios.cloudedge.split import is_train, split
 from tests.runner.conftest import run_cli
-from tests.scenarios.conftest import swap_cloudedge_models
+from tests.scenarios.conftest import rank_rows_by_algorithm, swap_cloudedge_models
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "examples" / "smart_coding" / "smart_coding_learning_bench"
@@ -100,12 +100,7 @@ def job(tmp_path: Path) -> Path:
 
 
 def _rows(job: Path) -> dict[str, list[dict[str, str]]]:
-    with open(job / "workspace" / "cloudedge_split" / "rank" / "all_rank.csv") as fh:
-        rows = list(csv.DictReader(fh))
-    out: dict[str, list[dict[str, str]]] = {}
-    for row in rows:
-        out.setdefault(row["algorithm"], []).append(row)
-    return out
+    return rank_rows_by_algorithm(job / "workspace" / "cloudedge_split" / "rank" / "all_rank.csv")
 
 
 def test_fitted_routers_fit_on_train_and_are_scored_on_test(job: Path) -> None:
