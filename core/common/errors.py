@@ -92,6 +92,13 @@ class PluginError(IanvsError):
     """A plugin file failed to import or a plugin call failed."""
 
 
+class ModelUnavailable(IanvsError):
+    """A model placed on another machine could not answer because its machine is gone (e.g. the
+    edge node left the Dask scheduler and no allowed node took over within ``node_timeout``).
+    The jointinference paradigm routes such an edge task to the cloud and records it as lost;
+    it is never a model failure and never dropped."""
+
+
 class MetricInvalid(RuntimeError):
     """A metric that could not prove itself (e.g. a judge failing its control set): its score
     columns are *invalid*, not scores, and the runner shows them so (``invalid`` cells, the

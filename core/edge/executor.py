@@ -43,7 +43,8 @@ from core.testenvmanager.sandbox.types import (ExecRequest, ExecResult, Isolatio
 from .settings import (MISSING_EXTRA, EdgeSettings, OptionError, check_options, is_loopback,
                        parse_address, security)
 
-__all__ = ["DaskExecutor", "EdgeConnectionError", "NoGoodNodeError", "NoEdgeNodeError"]
+__all__ = ["DaskExecutor", "EdgeConnectionError", "NoGoodNodeError", "NoEdgeNodeError",
+           "allowed_workers"]
 
 LOGGER = logging.getLogger(__name__)
 #: a node whose gold time is within this factor of the fastest counts as equally fast
@@ -69,6 +70,15 @@ def _level(value: Any) -> IsolationLevel:
         return IsolationLevel.parse(str(value)) if value else IsolationLevel.NONE
     except ValueError:
         return IsolationLevel.NONE
+
+
+def allowed_workers(client: Any, nodes: Iterable[str] = ()) -> dict[str, str]:
+    """The workers connected to ``client``'s scheduler, address -> name, only those named in
+    ``nodes`` when it is not empty."""
+    info = client.scheduler_info(n_workers=-1)
+    found = {addr: str(w.get("name", addr)) for addr, w in info.get("workers", {}).items()}
+    allowed = set(nodes)
+    return {a: n for a, n in found.items() if n in allowed} if allowed else found
 
 
 def _distributed() -> Any:
@@ -177,11 +187,7 @@ class DaskExecutor(Executor):
     # ------------------------------------------------------------------ nodes
     def _workers(self) -> dict[str, str]:
         """Connected workers allowed by ``nodes``: address -> name."""
-        info = self._client.scheduler_info(n_workers=-1)
-        found = {addr: str(w.get("name", addr)) for addr, w in info.get("workers", {}).items()}
-        if self.settings.nodes:
-            found = {a: n for a, n in found.items() if n in self.settings.nodes}
-        return found
+        return allowed_workers(self._client, self.settings.nodes)
 
     def _watch(self, announce: bool = True) -> bool:
         """Compare the allowed workers with the last look: log each node lost (WARNING) or

@@ -11,6 +11,7 @@ openai      :class:`OpenAIGenerator` — any OpenAI-compatible endpoint
 replay      :class:`ReplayGenerator` — recorded ``samples.jsonl``
 canonical   :class:`CanonicalGenerator` — dataset reference solutions
 broken      :class:`BrokenGenerator` — deliberately wrong control
+edge_node   :class:`EdgeNodeGenerator` — another generator on a Dask edge node
 ========== ==============================================================
 
 The built-ins are registered in the project's one registry (group ``generator``) as lazy
@@ -34,6 +35,8 @@ GENERATORS: dict[str, str] = {
     "replay": "core.generation.replay:ReplayGenerator",
     "canonical": "core.generation.reference:CanonicalGenerator",
     "broken": "core.generation.reference:BrokenGenerator",
+    # a model on an edge node of the Dask cluster (the [edge] extra; core/edge/models.py)
+    "edge_node": "core.edge.models:EdgeNodeGenerator",
 }
 
 DEFAULT_GENERATOR = "embedded"

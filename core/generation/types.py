@@ -208,6 +208,10 @@ class Generation:
         finished_at: UNIX time at which the call that produced this sample returned (None
             for recorded or gold answers): with ``latency_s`` it places the call in time, so
             generation wall time counts concurrent calls once (``edge_cost``).
+        transport: for a sample made on another machine (the ``edge_node`` generator), how it
+            crossed the link: ``{"node", "link_s", "bytes_up", "bytes_down"}`` and ``"lost":
+            true`` when the node was lost before it answered (then ``error`` says so); None
+            for a sample made in this process. ``latency_s`` is then the node's own time.
     """
 
     task_id: str
@@ -223,6 +227,7 @@ class Generation:
     mean_logprob: float | None = None
     min_logprob: float | None = None
     finished_at: float | None = None
+    transport: Mapping[str, Any] | None = None
 
     @property
     def ok(self) -> bool:

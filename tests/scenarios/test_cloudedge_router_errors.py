@@ -112,7 +112,7 @@ def test_hostile_router_failure_on_one_answer_routes_it_and_the_case_completes(
     assert "ConnectionError: the edge model's server did not answer" in errors[2]
     assert "SandboxInfraError" in errors[4] and "fork server died" in errors[4]
     assert [i for i, e in errors.items() if e] == [2, 4]
-    assert info["routed"] == {"edge": 1, "cloud": 5}
+    assert info["routed"] == {"edge": 1, "cloud": 5, "edge_lost": 0}
     # stored with the predictions: a resumed or re-scored case sees it
     stored = (tmp_path / "case" / "predictions.jsonl").read_text()
     assert stored.count("router_error") == 2
@@ -151,7 +151,7 @@ def test_hostile_third_party_router_failure_routes_the_item_in_both_mining_modes
             sandbox={"backend": "local", "workers": 1}, show_progress=False)
         predictions, info = run_joint_inference(inp)
         assert [p[0] for p in predictions] == [False, True, False, True], (mode, predictions)
-        assert info["routed"] == {"edge": 2, "cloud": 2}
+        assert info["routed"] == {"edge": 2, "cloud": 2, "edge_lost": 0}
         if mode == "inference-then-mining":
             assert "router broke on call 2" in predictions[1][2]["router_error"]
         assert all("router_error" not in str(r) for r in inp.test.x), mode  # test items untouched

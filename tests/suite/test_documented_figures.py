@@ -110,6 +110,10 @@ NOT_FIGURES: list[tuple[str, str, str]] = [
     ("docs/edge.md", "and 20 ms of added link delay", "the configured delay"),
     ("docs/edge.md", "(target: within 2x)", "the target"),
     ("docs/edge.md", "two extra 20 ms hops", "the configured delay"),
+    ("docs/proposals/scenarios/smart_coding/cloud-edge.md", "and 200 ms added each way",
+     "the shipped job's configured delay"),
+    ("docs/proposals/scenarios/smart_coding/cloud-edge.md", "150 ms of emulated delay adds",
+     "the test's configured delay"),
     ("docs/proposals/scenarios/smart_coding/codegen.md", "`backoff_base` (0.5 s)", "a default"),
     ("docs/proposals/scenarios/smart_coding/codegen.md", "`max_backoff` (30 s)", "a default"),
     ("docs/proposals/scenarios/smart_coding/codegen.md", "(defaults 3 s and 5, capped at "

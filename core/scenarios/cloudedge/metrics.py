@@ -11,7 +11,14 @@ column                      meaning
 ``cloud_share``             share of tasks the router sent to the cloud
 ``edge_prompt_tokens`` ...  mean tokens per task: edge and cloud, prompt and completion
 ``edge_s``, ``check_s``,    mean seconds per task: edge generation, the router's own checks
-``cloud_s``, ``latency_s``  (sandbox runs), cloud generation, and their sum (end to end)
+``cloud_s``, ``latency_s``  (sandbox runs), cloud generation, and their sum with ``link_s``
+                            (end to end)
+``link_s``, ``link_kb``     for an edge model on an edge node (the ``edge_node`` generator):
+                            mean seconds per task its answers spent crossing the link (round
+                            trip beyond the node's own time) and mean KB per task that crossed
+                            it (request and answer); 0 for an edge model in this process
+``edge_lost``               share of tasks whose edge node was lost before it answered (each
+                            went to the cloud; see the jointinference paradigm)
 ``oracle_pass@1``           share of tasks that the edge or the cloud answers correctly: the
                             best any router can do with these two answers
 ``regret``                  ``oracle_pass@1 - pass@1``
@@ -42,8 +49,9 @@ from core.generation.cache_key import GenerationCache
 logger = logging.getLogger(__name__)
 
 COLUMNS = ("pass@1", "cloud_share", "edge_prompt_tokens", "edge_completion_tokens",
-           "cloud_prompt_tokens", "cloud_completion_tokens", "edge_s", "check_s", "cloud_s",
-           "latency_s", "oracle_pass@1", "regret", "train_cloud_share")
+           "cloud_prompt_tokens", "cloud_completion_tokens", "edge_s", "link_s", "check_s",
+           "cloud_s", "latency_s", "link_kb", "edge_lost", "oracle_pass@1", "regret",
+           "train_cloud_share")
 
 
 def _usage(answer: Any, name: str) -> float:
@@ -57,6 +65,13 @@ def _seconds(answer: Any, name: str = "latency_s") -> float:
         return 0.0
     return float((answer.get("perf") or {}).get(name) or 0.0)
 
+
+def _link_kb(answer: Any) -> float:
+    return (_seconds(answer, "bytes_up") + _seconds(answer, "bytes_down")) / 1000.0
+
+
+def _lost(answer: Any) -> float:
+    return float(isinstance(answer, dict) and bool(answer.get("lost")))
 
 def _graded(records: list[dict[str, Any]], answers: list[Any], context: Any,
             workspace: Path) -> list[bool]:
@@ -87,10 +102,13 @@ def cloudedge(y_true: Any, y_pred: Any, context: Any = None) -> dict[str, Any]:
         "cloud_prompt_tokens": round(sum(_usage(a, "prompt_tokens") for a in cloud) / n, 1),
         "cloud_completion_tokens": round(sum(_usage(a, "completion_tokens") for a in cloud) / n, 1),
         "edge_s": round(sum(_seconds(a) for a in edge) / n, 4),
+        "link_s": round(sum(_seconds(a, "link_s") for a in edge) / n, 4),
         "check_s": round(sum(_seconds(a, "check_s") for a in final) / n, 4),
         "cloud_s": round(sum(_seconds(a) for a in cloud) / n, 4),
     }
-    row["latency_s"] = round(row["edge_s"] + row["check_s"] + row["cloud_s"], 4)
+    row["latency_s"] = round(row["edge_s"] + row["link_s"] + row["check_s"] + row["cloud_s"], 4)
+    row["link_kb"] = round(sum(_link_kb(a) for a in edge) / n, 3)
+    row["edge_lost"] = round(sum(_lost(a) for a in edge) / n, 4)
     per_task = getattr(context, "per_task", None)
     if per_task is not None:  # the report's intervals and paired tests (means over tasks)
         for record, ok, pred in zip(records, passed, preds):
@@ -102,6 +120,8 @@ def cloudedge(y_true: Any, y_pred: Any, context: Any = None) -> dict[str, Any]:
                     per_task.add(f"{role}_{kind}", task, _usage(answer, kind), "tasks")
                 per_task.add(f"{role}_s", task, _seconds(answer), "tasks")
             per_task.add("check_s", task, _seconds(pred[1], "check_s"), "tasks")
+            per_task.add("link_s", task, _seconds(pred[2], "link_s"), "tasks")
+            per_task.add("edge_lost", task, _lost(pred[2]), "tasks")
     either = _oracle(records, context, workspace)
     if either is None:
         row["oracle_pass@1"] = row["regret"] = math.nan

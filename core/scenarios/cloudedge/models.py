@@ -7,7 +7,9 @@ answers one task per call with upstream's response shape plus what grading needs
 
     {"completion": <raw model text>, "task_id": ..., "role": "edge" | "cloud",
      "usage": {"prompt_tokens", "completion_tokens", "total_tokens"},
-     "perf": {"latency_s": <generation wall time>, "cached": <reused from the cache>},
+     "perf": {"latency_s": <generation wall time>, "cached": <reused from the cache>,
+              # a model on an edge node (the edge_node generator) adds how its answer
+              # crossed the link: "node", "link_s", "bytes_up", "bytes_down"},
      "mean_logprob": ..., "min_logprob": ...,
      "samples": [<Generation.to_dict()>]}        # graded like a codegen prediction
 
@@ -31,7 +33,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from core.common.errors import ConfigError, IanvsError
+from core.common.errors import ConfigError, IanvsError, ModelUnavailable
 from core.common.jsonl import open_append
 from core.common.progress import progress_bar
 from core.generation import create_generator
@@ -152,6 +154,9 @@ class CodeModel:
         """This model's answer to ``record`` (from the cache when it was made before)."""
         request = self._request(record)
         gen, cached = self.generate_cached(request, [record])
+        if gen.error is not None and role == "edge" and (gen.transport or {}).get("lost"):
+            raise ModelUnavailable(f"the edge model could not answer {request.task_id}: "
+                                   f"{gen.error}")
         if gen.error is not None:
             raise IanvsError(f"the {role} model could not answer {request.task_id}: {gen.error}",
                              hint="nothing was stored for this task; the next run asks again")
@@ -210,6 +215,12 @@ def response(gen: Generation, role: str, cached: bool) -> dict[str, Any]:
     return {"completion": gen.raw_output, "task_id": gen.task_id, "role": role,
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                       "total_tokens": prompt + completion},
-            "perf": {"latency_s": gen.latency_s, "cached": cached},
+            "perf": {"latency_s": gen.latency_s, "cached": cached, **_transport(gen)},
             "mean_logprob": gen.mean_logprob, "min_logprob": gen.min_logprob,
             "samples": [gen.to_dict()]}
+
+
+def _transport(gen: Generation) -> dict[str, Any]:
+    """The link fields of an answer made on an edge node (none for a local model)."""
+    t = gen.transport or {}
+    return {k: t[k] for k in ("node", "link_s", "bytes_up", "bytes_down") if k in t}

@@ -20,6 +20,13 @@ for ``OracleRouter`` the two model instances are added to its params as ``edgemo
 the sandbox settings and the shared answer cache); upstream modules do not have one. At the end
 ``cleanup()`` is called on every module and on the router that has it.
 
+**An edge model that is unavailable** (its call raises
+:class:`~core.common.errors.ModelUnavailable`, e.g. its edge node was lost and none took over)
+is never a dropped item: in the two routed modes the cloud answers the item, the prediction is
+``[True, cloud_answer, {"lost": <why>, ...}, cloud_answer]``, one warning per item names it, and
+the case's ``routed`` counts say how many (``edge_lost``). In ``self-design`` there is no one to
+route to: the case stops with the error (nothing stored for the item; a rerun asks again).
+
 A router that notes the cost of its own checks in ``ctx.costs`` gets it stored with the answer
 as ``result["perf"]["check_s"]`` (this project's routers do; others are left as they are).
 
@@ -37,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.common.errors import ConfigError, PluginError
+from core.common.errors import ConfigError, ModelUnavailable, PluginError
 from core.common.progress import progress_bar
 from core.testcasecontroller.predictions import KeyList, PredictionStore, sample_key
 from core.testenvmanager.testenv.testenv import MINING_MODES
@@ -183,7 +190,7 @@ def run_joint_inference(inp: JointInferenceInputs) -> tuple[Any, dict[str, Any]]
         modules["hard_example_mining"] = router
         if store.stored:
             logger.info("resuming: %d of %d predictions already stored", store.stored, len(keys))
-        counts = {"edge": 0, "cloud": 0}
+        counts = {"edge": 0, "cloud": 0, "edge_lost": 0}
         started = time.perf_counter()
         with progress_bar(total=len(pending), desc=f"jointinference[{inp.router_name}]",
                           unit="task", enabled=inp.show_progress) as bar:
@@ -197,6 +204,8 @@ def run_joint_inference(inp: JointInferenceInputs) -> tuple[Any, dict[str, Any]]
                                       f"{type(exc).__name__}: {exc}") from exc
                 if isinstance(result, list) and len(result) == 4:
                     counts["cloud" if result[0] else "edge"] += 1
+                    if isinstance(result[2], dict) and result[2].get("lost"):
+                        counts["edge_lost"] += 1
                     cost = ctx.costs.get(index)
                     if cost is not None and isinstance(result[1], dict):
                         # what the router's own checks cost, with the answer (upstream-shaped
@@ -252,11 +261,25 @@ def _one(mode: str, data: Any, edge: Any, cloud: Any, router: Any, ctx: JointCon
         if _hard(router, data, ctx, index, answer=False):
             answer = cloud.inference(data, mining_mode=mode)
             return [True, answer, None, answer]
-        answer = edge.predict(data, mining_mode=mode)
+        try:
+            answer = edge.predict(data, mining_mode=mode)
+        except ModelUnavailable as exc:
+            return _routed_lost(exc, data, cloud, mode, index)
         return [False, answer, answer, None]
-    edge_result = edge.predict(data, mining_mode=mode)
+    try:
+        edge_result = edge.predict(data, mining_mode=mode)
+    except ModelUnavailable as exc:
+        return _routed_lost(exc, data, cloud, mode, index)
     is_hard = _hard(router, edge_result, ctx, index, answer=True)
     if not is_hard:
         return [False, edge_result, edge_result, None]
     cloud_result = cloud.inference(data, mining_mode=mode)
     return [True, cloud_result, edge_result, cloud_result]
+
+
+def _routed_lost(exc: ModelUnavailable, data: Any, cloud: Any, mode: str, index: int) -> list[Any]:
+    """The prediction of an item whose edge model was unavailable: the cloud's answer, with the
+    edge's place holding why (module docstring)."""
+    logger.warning("item %s goes to the cloud: %s", index, exc.message)
+    answer = cloud.inference(data, mining_mode=mode)
+    return [True, answer, {"lost": exc.message, "role": "edge"}, answer]
