@@ -1,8 +1,8 @@
 """Dispatch across a real network stack: `cloud`, `edge1`, `edge2` network namespaces joined by
 veth pairs, the scheduler in `cloud`, one worker in each edge namespace, `ianvs` (this process)
 on a link to `cloud`. Edge-link latency: ``tc netem`` is not in this kernel, so each edge reaches
-the scheduler through a relay in `cloud` that delays every byte by 20 ms each way
-(:mod:`core.edge.relay`). Needs root and iproute2; skipped otherwise. Every namespace, link and
+the scheduler through a relay in `cloud` that delays every byte, by 20 ms each way for edge1
+and 150 ms for edge2 (:mod:`core.edge.relay`). Needs root and iproute2; skipped otherwise. Every namespace, link and
 process is removed afterwards, also when a test fails."""
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ from core.edge.certs import write_certs  # noqa: E402
 from core.edge.processes import EdgeCluster, WorkerSpec  # noqa: E402
 from core.testenvmanager.sandbox.leftovers import netns_name  # noqa: E402
 
-SCHED_PORT, RELAY_PORT, DELAY_MS = 8786, 8790, 20
+SCHED_PORT, RELAY_PORT = 8786, 8790
+#: each edge's link delay, each way: edge2's link is the slow one
+DELAY_MS = {1: 20, 2: 150}
 
 
 def _ip(*args: str) -> None:
@@ -95,7 +97,7 @@ def topo() -> Iterator[tuple[Topology, EdgeCluster]]:
                 cluster._spawn(f"relay{i}", topo.exec("cloud") + [
                     sys.executable, "-m", "core.edge.relay", "--listen",
                     f"{topo.addr(i, 1)}:{RELAY_PORT}", "--target",
-                    f"{topo.addr(0, 2)}:{SCHED_PORT}", "--delay-ms", str(DELAY_MS)])
+                    f"{topo.addr(0, 2)}:{SCHED_PORT}", "--delay-ms", str(DELAY_MS[i])])
             for spec in workers:
                 cluster.start_worker(spec)
             cluster.wait_for_workers(2, timeout=120)
@@ -147,6 +149,34 @@ def test_gold_generators_through_delayed_edge_links(topo, tmp_path: Path) -> Non
     nodes = {json.loads(line)["result"]["node"] for o in summary.outcomes
              for line in (Path(o.case.url) / "executions.jsonl").read_text().splitlines()}
     assert nodes == {"edge1", "edge2"}
+
+
+def test_the_edge_model_answers_from_its_namespace_across_the_delayed_link(topo) -> None:
+    """The cloud-edge edge model placed on one edge (``edge_node`` generator, this process on
+    the cloud side): every answer is made in that edge's namespace, and the slower link shows in
+    ``link_s`` -- the task goes to the worker and its completion comes back over the worker's
+    delayed connection, so edge2's answers pay two crossings of 130 ms more than edge1's."""
+    from core.generation import create_generator
+    from core.generation.types import GenerationRequest
+
+    _topo, cluster = topo
+    data = (Path(__file__).resolve().parents[2] / "examples" / "smart_coding"
+            / "smart_coding_learning_bench" / "codegen" / "data" / "humaneval_subset.jsonl")
+    records = [json.loads(line) for line in data.read_text().splitlines()[:3]]
+    tls = cluster.client_tls()
+    link: dict[str, float] = {}
+    for node in ("edge1", "edge2"):
+        with create_generator("edge_node", scheduler=cluster.address, nodes=[node],
+                              tls={"ca_file": tls.ca_file, "cert_file": tls.cert_file,
+                                   "key_file": tls.key_file},
+                              node_generator="canonical",
+                              node_params={"dataset_path": str(data)}, batch_size=1) as gen:
+            out = list(gen.generate([GenerationRequest(task_id=r["task_id"], prompt=r["prompt"])
+                                     for r in records]))
+        assert len(out) == 3 and all(g.ok for g in out), [g.error for g in out]
+        assert {g.transport["node"] for g in out} == {node}
+        link[node] = sorted(g.transport["link_s"] for g in out)[1]  # the median
+    assert link["edge2"] >= link["edge1"] + 2 * (DELAY_MS[2] - DELAY_MS[1]) / 1000 * 0.9, link
 
 
 def test_processes_listen_only_on_the_addresses_given(topo) -> None:
