@@ -143,6 +143,7 @@ def _release_all() -> None:  # pragma: no cover - at worker exit
 
 
 # -- the client side -------------------------------------------------------------------------
+
 class EdgeNodeGenerator(Generator):
     """Generate on an edge node of the Dask cluster (see the module docstring).
 
@@ -290,6 +291,8 @@ class EdgeNodeGenerator(Generator):
         size = self.settings.batch_size
         batches = [todo[i:i + size] for i in range(0, len(todo), size)]
         inflight: dict[Any, tuple[list[GenerationRequest], float]] = {}
+        arrived: dict[str, float] = {}
+        answered = threading.Event()
         lost_since: float | None = None
         while batches or inflight:
             workers = self._watch()
@@ -307,10 +310,15 @@ class EdgeNodeGenerator(Generator):
                                           workers=list(self.settings.nodes) or None,
                                           allow_other_workers=False, pure=False)
                 inflight[fut] = (batch, time.perf_counter())
+                # the moment the answer arrived, not when this loop next looks (a look at the
+                # scheduler crosses the link too)
+                fut.add_done_callback(lambda f: (arrived.setdefault(f.key, time.perf_counter()),
+                                                 answered.set()))
             done = [f for f in inflight if f.done()]
             for fut in done:
                 batch, sent = inflight.pop(fut)
-                yield from self._answers(fut, batch, time.perf_counter() - sent)
+                rtt = arrived.pop(fut.key, time.perf_counter()) - sent
+                yield from self._answers(fut, batch, rtt)
             if done:
                 continue
             if workers:
@@ -328,7 +336,8 @@ class EdgeNodeGenerator(Generator):
             elif time.monotonic() - lost_since > self.settings.node_timeout:
                 yield from self._lost(batches)
                 return
-            time.sleep(_POLL_S / 5 if inflight else _POLL_S)
+            answered.wait(_POLL_S)
+            answered.clear()
 
     def _answers(self, fut: Any, batch: list[GenerationRequest], rtt: float
                  ) -> Iterator[Generation]:
