@@ -81,11 +81,12 @@ UNIT_HEADER = re.compile(r"(?:/s\b|\bs/|_s\b|_sps\b|\b(?:s|ms|us|min|MB|GB|MiB|G
 
 # --- what a provenance note is ---------------------------------------------------------------
 
-#: A command in inline code that produced figures: a benchmark script (it must exist) or a
-#: test-suite command.
+#: A command in inline code that produced figures: a benchmark script (it must exist), a
+#: test-suite command, or a shipped job run as is (``ianvs -f <job>.yaml``: the job must exist).
 COMMAND = re.compile(r"`(?:nice\s+-n\s+\d+\s+)?(?:(?:PYTHONPATH=\S+\s+)?python3?\s+)?"
                      r"(?P<script>benchmarks/[\w.-]+\.py|tests/suite/[\w.-]+\.py)\b[^`]*`"
-                     r"|`(?P<suite>python3?\s+-m\s+pytest\b[^`]*|\.ci/run\b[^`]*)`")
+                     r"|`(?P<suite>python3?\s+-m\s+pytest\b[^`]*|\.ci/run\b[^`]*)`"
+                     r"|`ianvs\s+-f\s+(?P<job>examples/[\w./-]+\.yaml)\b[^`]*`")
 DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
 LOAD = re.compile(r"\bload(?: average| avg)?:?\s+(?:(?:about|~)\s*)?(?:\d|not recorded\b)"
                   r"|\|\s*load[^|\n]*\|", re.I)  # or a table column of loads
@@ -333,7 +334,7 @@ def has_provenance(text: str) -> list[str]:
     if not scripts:
         missing.append("a command (`python benchmarks/<script>.py ...`, `python -m pytest ...`)")
     for match in scripts:
-        script = match.group("script")
+        script = match.group("script") or match.group("job")
         if script and not (REPO / script).is_file():
             missing.append(f"an existing script ({script} does not exist)")
     if not DATE.search(text):
@@ -573,3 +574,12 @@ def test_the_provenance_line_and_note(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "cores" in fields["machine"] and "GiB" in fields["machine"]
     assert os.uname().nodename not in provenance.line()
     assert has_provenance(f"Measured ({provenance.note()}).") == []
+
+
+def test_a_shipped_job_run_as_is_is_a_command() -> None:
+    """``ianvs -f <job>`` names the command when the job exists; a job that does not is
+    reported like a missing script."""
+    job = "examples/smart_coding/smart_coding_learning_bench/cloudedge/benchmarkingjob_split.yaml"
+    assert has_provenance(f"took 49 min (`ianvs -f {job}`, 2026-11-28, load 2.2-4.6)") == []
+    missing = has_provenance("took 49 min (`ianvs -f examples/none.yaml`, 2026-11-28, load 2)")
+    assert missing == ["an existing script (examples/none.yaml does not exist)"]
