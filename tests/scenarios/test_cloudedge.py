@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from core.scenarios.cloudedge.examples import examples_test, prompt_examples
+from core.scenarios.codegen.examples import examples_test, prompt_examples
 from tests.runner.conftest import run_cli
 from tests.scenarios.conftest import rank_rows_by_algorithm, swap_cloudedge_models
 

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from core.common.errors import ConfigError
-from core.scenarios.cloudedge.examples import examples_check
+from core.scenarios.codegen.examples import examples_check
 from core.scenarios.cloudedge.grading import passes
 from core.scenarios.cloudedge.routers import _as_prediction, _Router
 

@@ -46,7 +46,7 @@ import time
 from typing import Any
 
 from core.common.errors import ConfigError
-from core.scenarios.cloudedge.examples import examples_check
+from core.scenarios.codegen.examples import examples_check
 
 logger = logging.getLogger(__name__)
 

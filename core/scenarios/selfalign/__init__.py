@@ -13,6 +13,8 @@ One home for its pieces:
 * :mod:`.metrics` -- alignment, hidden pass@1, false alignment, test validity, cost;
 * :mod:`.amplify` -- amplified hidden tests within a derived precondition;
 * :mod:`.repo` -- the repository-level set (repo kind records, tests run in the repository).
+* :mod:`.selection` -- the selection baselines beside the loop: CodeT's dual execution
+  agreement and the prompt-examples anchor over K samples (``selection``).
 
 Records are codegen records (HumanEval layout: ``task_id``, ``prompt``, ``entry_point``,
 ``canonical_solution``, ``test``; the model sees only ``prompt``) or repo kind records (a

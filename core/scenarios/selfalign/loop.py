@@ -22,11 +22,12 @@ stored tries whose key matches and continues after them, so no finished try is r
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -98,8 +99,16 @@ class Responder(Protocol):
         """Identity for try keys (no secrets)."""
 
     def reply(self, record: Mapping[str, Any], try_index: int, msgs: list[dict[str, str]],
-              schema: Mapping[str, Any]) -> Reply:
-        """The reply to ``msgs`` constrained (when the backend can) by ``schema``."""
+              schema: Mapping[str, Any], sample: int | None = None) -> Reply:
+        """The reply to ``msgs`` constrained (when the backend can) by ``schema``;
+        ``sample``: the index of one of several independent samples of the same messages
+        (the selection baselines, :mod:`.selection`), seeded apart."""
+
+    def sample_replies(self, record: Mapping[str, Any], msgs: list[dict[str, str]],
+                       schema: Mapping[str, Any],
+                       samples: Sequence[int]) -> Iterator[tuple[int, Reply]]:
+        """``(sample, reply)`` for each of ``samples`` (as ``reply(..., sample=k)``), in the
+        order they finish: a backend that answers several requests at once may."""
 
 
 class GeneratorResponder:
@@ -124,30 +133,73 @@ class GeneratorResponder:
                 "decoding": {"temperature": d.temperature, "top_p": d.top_p,
                              "max_tokens": d.max_tokens, "seed": d.seed}}
 
-    def _ask(self, record: Mapping[str, Any], try_index: int, msgs: list[dict[str, str]],
-             schema: Mapping[str, Any] | None) -> Any:
+    def _request(self, record: Mapping[str, Any], try_index: int, msgs: list[dict[str, str]],
+                 schema: Mapping[str, Any] | None, sample: int | None = None
+                 ) -> GenerationRequest:
         prompt, entry_point = shown(record)
-        request = GenerationRequest(
-            task_id=f"{record['task_id']}#try{try_index}", prompt=prompt,
-            entry_point=entry_point, mode="chat", decoding=self.decoding,
+        # a try is asked as <task>#try<n>; sample k of several as <task>#sample<k>, with the
+        # seed seed + k, so that each sample is reproducible and differs from the others
+        label, decoding = f"#try{try_index}", self.decoding
+        if sample is not None:
+            label = f"#sample{sample}"
+            decoding = dataclasses.replace(decoding, seed=decoding.sample_seed(sample))
+        return GenerationRequest(
+            task_id=f"{record['task_id']}{label}", prompt=prompt,
+            entry_point=entry_point, mode="chat", decoding=decoding,
             messages=tuple(msgs),
             response_format=response_format(schema) if schema is not None else None)
+
+    def _ask(self, record: Mapping[str, Any], try_index: int, msgs: list[dict[str, str]],
+             schema: Mapping[str, Any] | None, sample: int | None = None) -> Any:
+        request = self._request(record, try_index, msgs, schema, sample)
         return next(iter(self.generator.generate([request])))
 
-    def reply(self, record: Mapping[str, Any], try_index: int, msgs: list[dict[str, str]],
-              schema: Mapping[str, Any]) -> Reply:
-        gen = self._ask(record, try_index, msgs, schema if self.structured else None)
-        structured = self.structured
-        if gen.error and structured and gen.error.startswith(("HTTP 400", "HTTP 422")):
-            logger.warning("the server refused response_format (%s); replies are parsed "
-                           "without a schema from now on", gen.error[:120])
-            self.structured = structured = False
-            gen = self._ask(record, try_index, msgs, None)
+    @staticmethod
+    def _refused(gen: Any, structured: bool) -> bool:
+        """The server refused ``response_format`` (HTTP 400 or 422)."""
+        return bool(gen.error) and structured and gen.error.startswith(("HTTP 400", "HTTP 422"))
+
+    def _stop_structured(self, gen: Any) -> None:
+        logger.warning("the server refused response_format (%s); replies are parsed "
+                       "without a schema from now on", gen.error[:120])
+        self.structured = False
+
+    @staticmethod
+    def _reply(gen: Any, structured: bool) -> Reply:
         if gen.error and any(marker in gen.error for marker in FORMAT_ERRORS):
             return Reply(gen.raw_output, structured, gen.prompt_tokens, gen.completion_tokens,
                          gen.latency_s, gen.finish_reason, format_error=gen.error[:300])
         return Reply(gen.raw_output, structured, gen.prompt_tokens, gen.completion_tokens,
                      gen.latency_s, gen.finish_reason, gen.error)
+
+    def reply(self, record: Mapping[str, Any], try_index: int, msgs: list[dict[str, str]],
+              schema: Mapping[str, Any], sample: int | None = None) -> Reply:
+        structured = self.structured
+        gen = self._ask(record, try_index, msgs, schema if structured else None, sample)
+        if self._refused(gen, structured):
+            self._stop_structured(gen)
+            structured = False
+            gen = self._ask(record, try_index, msgs, None, sample)
+        return self._reply(gen, structured)
+
+    def sample_replies(self, record: Mapping[str, Any], msgs: list[dict[str, str]],
+                       schema: Mapping[str, Any],
+                       samples: Sequence[int]) -> Iterator[tuple[int, Reply]]:
+        """The samples' requests in one call of the generator, which answers several at
+        once when it can (the embedded model: one per instance); a refused schema is asked
+        again without it, one sample at a time."""
+        structured = self.structured
+        requests = [self._request(record, 1, msgs, schema if structured else None, k)
+                    for k in samples]
+        sample_of = {r.task_id: k for r, k in zip(requests, samples)}
+        for gen in self.generator.generate(requests):
+            k = sample_of[gen.task_id]
+            if self._refused(gen, structured):
+                if self.structured:
+                    self._stop_structured(gen)
+                yield k, self.reply(record, 1, msgs, schema, sample=k)
+            else:
+                yield k, self._reply(gen, structured)
 
 
 class ControlResponder:
@@ -163,8 +215,14 @@ class ControlResponder:
     def describe(self) -> dict[str, Any]:
         return {"generator": self.variant}
 
+    def sample_replies(self, record: Mapping[str, Any], msgs: list[dict[str, str]],
+                       schema: Mapping[str, Any],
+                       samples: Sequence[int]) -> Iterator[tuple[int, Reply]]:
+        for k in samples:
+            yield k, self.reply(record, 1, msgs, schema, sample=k)
+
     def reply(self, record: Mapping[str, Any], try_index: int, msgs: list[dict[str, str]],
-              schema: Mapping[str, Any]) -> Reply:
+              schema: Mapping[str, Any], sample: int | None = None) -> Reply:
         if repo.is_repo_record(record):  # the repository's own tests by node id
             fields = repo.control_fields(record, self.variant)
         else:
@@ -296,7 +354,10 @@ def run_task(record: Mapping[str, Any], responder: Responder, runner: Runner,
 
 def _one_try(record: Mapping[str, Any], responder: Responder, runner: Runner, t: int,
              msgs: list[dict[str, str]], schema: Mapping[str, Any], key: str,
-             prev: TryRecord | None, want_code: bool, want_tests: bool) -> TryRecord:
+             prev: TryRecord | None, want_code: bool, want_tests: bool,
+             sample: int | None = None, given: Reply | None = None) -> TryRecord:
+    """Make try ``t`` (or, with ``sample``, sample k of several: ``given`` its reply when it
+    was asked for already) and run its tests."""
     prompt, entry_point = shown(record)
     extra: dict[str, Any] = {}
     if prev is not None and prev.messages == msgs and responder.deterministic:
@@ -306,10 +367,15 @@ def _one_try(record: Mapping[str, Any], responder: Responder, runner: Runner, t:
                       prev.completion_tokens, prev.latency_s, prev.finish_reason,
                       control=prev.extra.get("control"))
         extra["repeat_of"] = prev.extra.get("repeat_of", prev.try_)
+    elif sample is not None:  # one of several independent samples (:mod:`.selection`)
+        reply = given if given is not None else \
+            responder.reply(record, t, msgs, schema, sample=sample)
+        extra["sample"] = sample
     else:
         reply = responder.reply(record, t, msgs, schema)
     if reply.error is not None:
-        raise GenerationFailed(f"{record['task_id']} try {t}: {reply.error}")
+        which = f"sample {sample}" if sample is not None else f"try {t}"
+        raise GenerationFailed(f"{record['task_id']} {which}: {reply.error}")
     if reply.format_error is not None:  # the server refused the reply it made: a parse failure
         parsed = ParsedReply(None, None, "server_format")
         extra["server_error"] = reply.format_error

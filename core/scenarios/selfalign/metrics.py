@@ -33,7 +33,28 @@ records of the run and returns one row:
                           the same job): its tasks; such a row gets ``hidden_pass@1`` and
                           ``hidden_pass@1_plus`` of its samples (unbiased pass@1 over them) on
                           the same hidden and amplified tests, every loop column empty
+``selection``             a selection baseline's row (``codet`` or ``examples``,
+                          :mod:`.selection`), read from ``selfalign_selection.jsonl``; its
+                          columns below, the loop's own (``align@k``, ``false_alignment``,
+                          ``tries``, mutants) empty
+``agreed``                selection rows: tasks where the selected program agreed (``codet``:
+                          a consensus, its group passes some pooled unit; ``examples``: it
+                          passes the prompt's examples)
+``false_agreement``       share of those tasks whose selected program fails the hidden tests
+                          (as ``false_alignment``); ``false_agreed`` their number
+``fallbacks``             tasks whose choice fell back (no consensus; no example or none
+                          passed; no program); ``no_examples`` (``examples`` rows) tasks whose
+                          prompt states no usable example
+``sample_pass@1``         selection rows: unbiased pass@1 of one of the K samples (the mean
+                          over tasks of the share of samples passing the hidden tests): what
+                          the selection is to beat; ``samples`` all samples
 ========================= =================================================================
+
+For a selection row ``hidden_pass@1`` grades the selected program, ``hidden_pass@1_first``
+the first sample's, ``hidden_pass@1_plus`` the selected one on the amplified tests,
+``test_validity`` the distinct tests of all samples on the reference, ``invalid_tests`` every
+sample's units, ``parse_failures`` the samples, and the cost columns all samples plus the
+agreement runs.
 
 Repository tasks (repo kind records, :mod:`.repo`) are graded by the repository's own tests
 (the ``repo_tests`` machinery and cache file; ``sources`` and ``timeout`` as for that metric);
@@ -64,6 +85,7 @@ from core.scenarios.selfalign.mutants import make_mutants
 from core.scenarios.selfalign.sandbox import (INVALID, SandboxInfraError, SandboxSettings,
                                               UnitRunner)
 from core.scenarios.selfalign.store import TRIES_FILE, TryRecord, TryStore
+from core.scenarios.selfalign.selection import SELECTION_FILE, SelectionStore
 from core.scenarios.repo.kind import answer_code
 from core.scenarios.selfalign import repo
 from core.scenarios.selfalign.loop import run_units, unit_checks
@@ -80,6 +102,9 @@ PER_TRY_FILE = "selfalign_per_try.json"
 PER_TASK_FILE = "selfalign_per_task.jsonl"
 COST_COLUMNS = ["tries_per_task", "tokens_per_task", "sandbox_runs_per_task", "wall_s_per_task",
                 "tokens_per_aligned", "wall_s_per_aligned"]
+#: the columns of a selection row only (:mod:`.selection`)
+SELECTION_COLUMNS = ["agreed", "false_agreement", "false_agreed", "fallbacks", "no_examples",
+                     "sample_pass@1", "samples"]
 
 
 def _ks(k: int | Sequence[int]) -> list[int]:
@@ -156,8 +181,12 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
     done = [(r, store.tries(str(r["task_id"]))) for r in records]
     repo_grading = _RepoGrading(context, sources, timeout) \
         if records and repo.is_repo_record(records[0]) else None
-    if not any(tries for _, tries in done) and _plain_predictions(y_pred, len(records)):
-        return _plain_row(records, list(y_pred), context, ks, repo_grading)
+    if not any(tries for _, tries in done):
+        choices = SelectionStore(workspace / SELECTION_FILE)
+        if repo_grading is None and any(choices.get(str(r["task_id"])) for r in records):
+            return _selection_row(records, choices, context, ks)
+        if _plain_predictions(y_pred, len(records)):
+            return _plain_row(records, list(y_pred), context, ks, repo_grading)
     unfinished = sum(1 for _, tries in done if not tries)
     done = [(r, tries) for r, tries in done if tries]
     depth = max((len(t) for _, t in done), default=0)
@@ -266,6 +295,7 @@ def selfalign(y_true: Any, y_pred: Sequence[Any], context: Any = None,
         "mutation_score": _share(mutation["killed"], mutation["mutants"]),
         "mutants": mutation["mutants"], "equivalent_mutants": mutation["equivalent"],
         "tasks": n, "plain_tasks": 0, "unfinished": unfinished})
+    row.update({name: math.nan for name in SELECTION_COLUMNS})
     _per_try(workspace, done, hidden, aligned_at, depth)
     return row
 
@@ -274,7 +304,8 @@ selfalign.columns = lambda k=(1, 5), mutants=10, sources=None, timeout=120.0: [ 
     *[f"align@{kk}" for kk in _ks(k)],
     "align_rate", "hidden_pass@1", "hidden_pass@1_first", "hidden_pass@1_plus", "plus_tasks",
     "false_alignment", "false_aligned", "aligned", "test_validity", "invalid_tests", "parse_failures", "tries", *COST_COLUMNS,
-    "mutation_score", "mutants", "equivalent_mutants", "tasks", "plain_tasks", "unfinished"]
+    "mutation_score", "mutants", "equivalent_mutants", "tasks", "plain_tasks", "unfinished",
+    *SELECTION_COLUMNS]
 
 
 def _per_task_values(context: Any) -> PerTaskValues:
@@ -348,6 +379,107 @@ def _plain_row(records: list[Mapping[str, Any]], y_pred: list[Any], context: Any
     row.update({"hidden_pass@1": _pass_share(base), "hidden_pass@1_plus": _pass_share(plus),
                 "plus_tasks": len(plus_idx), "tasks": 0, "plain_tasks": len(records),
                 "unfinished": 0, "tries": 0, "parse_failures": 0})
+    return row
+
+
+def _selection_row(records: list[Mapping[str, Any]], choices: SelectionStore, context: Any,
+                   ks: list[int]) -> dict[str, Any]:
+    """The row of a selection baseline (module docstring), graded from the stored choices:
+    every sample's program on the hidden tests (codegen grading path and cache), the selected
+    one also on the amplified tests, the distinct sampled tests on the reference."""
+    sandbox = getattr(context, "sandbox", {}) or {}
+    workspace = Path(context.workspace)
+    done = [(r, c) for r in records if (c := choices.get(str(r["task_id"]))) is not None]
+    unfinished = len(records) - len(done)
+    stub = [str(r["prompt"]) for r, _ in done]
+    codes = [[s["code"] or p for s in c["samples"]] or [p] for (_, c), p in zip(done, stub)]
+    chosen = [c["selected"] if c["selected"] is not None else 0 for _, c in done]
+    preds = [{"task_id": r["task_id"], "samples": [
+        {"task_id": r["task_id"], "sample_index": i, "code": code}
+        for i, code in enumerate(cs)]} for (r, _), cs in zip(done, codes)]
+    hidden = [[s.passed for s in results] for results in iter_results(
+        [r for r, _ in done], preds, sandbox, workspace,
+        getattr(context, "show_progress", False), total=len(done))]
+    plus_idx = [i for i, (r, _) in enumerate(done)
+                if isinstance((r.get("metadata") or {}).get("test_plus"), Mapping)]
+    plus_pass = [results[0].passed for results in iter_results(
+        [{**done[i][0], "test": done[i][0]["metadata"]["test_plus"]["test"]} for i in plus_idx],
+        [{"task_id": done[i][0]["task_id"], "samples": [
+            {"task_id": done[i][0]["task_id"], "sample_index": 0,
+             "code": codes[i][chosen[i]]}]} for i in plus_idx],
+        sandbox, workspace, False, total=len(plus_idx))] if plus_idx else []
+    per_task = _per_task_values(context)
+    valid = distinct = 0
+    with _validity_runner(context) as runner:
+        for r, c in done:
+            tests = list(dict.fromkeys(t.strip() for s in c["samples"] for t in s["tests"]))
+            checks = unit_checks(r, tests)
+            reference = str(r["prompt"]) + str(r.get("canonical_solution", ""))
+            try:
+                outs = run_units(runner, r, reference, checks)
+            except SandboxInfraError as exc:
+                raise ConfigError(f"sandbox failed while checking the model-written tests: "
+                                  f"{exc}", hint="run again: results so far are cached") from exc
+            valid += sum(o.passed for o in outs)
+            distinct += len(outs)
+            for o in outs:
+                per_task.add("test_validity", str(r["task_id"]), float(o.passed), "samples")
+    n = len(done)
+    selected_pass = [h[i] for h, i in zip(hidden, chosen)]
+    agreed = [bool(c["agreed"]) for _, c in done]
+    false_agreed = sum(a and not p for a, p in zip(agreed, selected_pass))
+    samples = [s for _, c in done for s in c["samples"]]
+    tokens = sum(s["tokens"] for s in samples)
+    runs = sum(s["sandbox_runs"] for s in samples) + sum(c["sandbox_runs"] for _, c in done)
+    wall = sum(s["latency_s"] + s["sandbox_s"] for s in samples) \
+        + sum(c["sandbox_s"] for _, c in done)
+    units = sum(s["units"] for s in samples)
+    for (r, c), h, ok, a in zip(done, hidden, selected_pass, agreed):
+        task = str(r["task_id"])
+        per_task.add("hidden_pass@1", task, float(ok), "tasks")
+        per_task.add("hidden_pass@1_first", task, float(h[0]), "tasks")
+        per_task.add("sample_pass@1", task, sum(h) / len(h), "tasks")
+        if a:
+            per_task.add("false_agreement", task, float(not ok), "tasks")
+        per_task.add("tokens_per_task", task, float(sum(s["tokens"] for s in c["samples"])),
+                     "tasks")
+        per_task.add("sandbox_runs_per_task", task, float(
+            sum(s["sandbox_runs"] for s in c["samples"]) + c["sandbox_runs"]), "tasks")
+        per_task.add("wall_s_per_task", task, sum(s["latency_s"] + s["sandbox_s"]
+                                                  for s in c["samples"]) + c["sandbox_s"],
+                     "tasks")
+        for s in c["samples"]:
+            for i in range(s["units"]):
+                per_task.add("invalid_tests", task, float(i < s["invalid_units"]), "samples")
+    for i, ok in zip(plus_idx, plus_pass):
+        per_task.add("hidden_pass@1_plus", str(done[i][0]["task_id"]), float(ok), "tasks")
+    columns = selfalign.columns(k=ks)  # type: ignore[attr-defined]
+    row: dict[str, Any] = {name: math.nan for name in columns}
+    row.update({
+        "hidden_pass@1": _share(sum(selected_pass), n),
+        "hidden_pass@1_first": _share(sum(h[0] for h in hidden), n),
+        "hidden_pass@1_plus": _share(sum(plus_pass), len(plus_pass)), "plus_tasks": len(plus_pass),
+        "sample_pass@1": _share(sum(sum(h) / len(h) for h in hidden), n),
+        "agreed": sum(agreed), "false_agreed": false_agreed,
+        "false_agreement": _share(false_agreed, sum(agreed)),
+        "fallbacks": sum(c["fallback"] is not None for _, c in done),
+        "no_examples": sum(c["fallback"] == "no_examples" for _, c in done)
+        if any(c["method"] == "examples" for _, c in done) else math.nan,
+        "test_validity": _share(valid, distinct),
+        "invalid_tests": _share(sum(s["invalid_units"] for s in samples), units),
+        "parse_failures": sum(s["parse_error"] is not None for s in samples),
+        "samples": len(samples), "tokens_per_task": _share(tokens, n),
+        "sandbox_runs_per_task": _share(runs, n), "wall_s_per_task": _share(wall, n),
+        "tasks": n, "plain_tasks": 0, "unfinished": unfinished})
+    try:
+        with (workspace / PER_TASK_FILE).open("w", encoding="utf-8") as fh:
+            for (r, c), h, ok in zip(done, hidden, selected_pass):
+                fh.write(json.dumps({
+                    "task_id": r["task_id"], "method": c["method"], "selected": c["selected"],
+                    "agreed": c["agreed"], "fallback": c["fallback"], "hidden_pass": h,
+                    "selected_pass": ok, "groups": c["groups"][:3]}) + "\n")
+    except OSError as exc:
+        logger.warning("could not write %s in %s: %s", PER_TASK_FILE, workspace, exc)
     return row
 
 

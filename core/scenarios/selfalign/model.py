@@ -28,9 +28,21 @@ An example's ``basemodel.py`` registers :class:`SelfAlignModel` under its alias.
                      that name), checked against the tasks' content hash
 ``repo_timeout``     repository-level set only: seconds for one run of a try's tests in the
                      repository (default 120)
+``selection``        ``loop`` (default: the self-align loop) or a selection baseline without
+                     the loop (:mod:`.selection`): ``codet`` (dual execution agreement over
+                     K samples) or ``examples`` (the sample passing the prompt's examples);
+                     function tasks only
+``samples``          K, the samples a selection draws per task (default 5); a model row
+                     needs ``temperature`` > 0 and a ``seed`` (sample k is seeded seed + k)
+``anchor_fallback``  ``examples`` only: the choice when no sample passes the examples or the
+                     prompt has none: ``codet`` (default) or ``first`` (the first sample)
 anything else        passed to the inner generator (``model_path``, ``n_threads``,
                      ``base_url``, ...)
 ==================== ========================================================================
+
+With a ``selection`` the prediction's sample is the selected program and ``selfalign`` holds
+``selection``, ``selected``, ``agreed``, ``fallback``, ``samples``; the choice is in
+``selfalign_selection.jsonl`` and the samples in the job's shared folder (:mod:`.selection`).
 
 ``predict`` stores, per task, a prediction in the codegen layout, so the codegen metrics grade
 it unchanged: ``samples`` holds one sample whose ``code`` is the **final** code (the aligned
@@ -58,6 +70,10 @@ from core.scenarios.selfalign.loop import (ControlResponder, GenerationFailed,
                                            run_task)
 from core.scenarios.selfalign.reply import FEEDBACK_CHOICES, GENERATE_CHOICES, TEST_STYLES
 from core.scenarios.selfalign.sandbox import SandboxInfraError, SandboxSettings, UnitRunner
+from core.scenarios.selfalign.selection import (FALLBACKS, METHODS, SAMPLES_FILE,
+                                                SELECTION_FILE, SHARED_UNITS_FILE, SampleStore,
+                                                SelectionSettings, SelectionStore, draw_samples,
+                                                select_task, shared_dir)
 from core.scenarios.selfalign.store import TRIES_FILE, TryStore
 
 logger = logging.getLogger(__name__)
@@ -67,7 +83,19 @@ CONTROLS = ("reference", "broken")
 LOOP_KEYS = ("max_tries", "generate", "feedback", "tests_per_task", "test_style")
 SANDBOX_KEYS = ("test_timeout", "min_isolation", "sandbox_workers")
 REPO_KEYS = ("sources_dir", "repo_timeout")
-OWN_KEYS = ("generator", "structured", *LOOP_KEYS, *SANDBOX_KEYS, *REPO_KEYS)
+SELECTION_KEYS = ("selection", "samples", "anchor_fallback")
+OWN_KEYS = ("generator", "structured", *LOOP_KEYS, *SANDBOX_KEYS, *REPO_KEYS, *SELECTION_KEYS)
+
+
+def _left_for_next_run(record: Mapping[str, Any], exc: Exception, context: Any,
+                       pos: int) -> dict[str, Any]:
+    """A task a generation or sandbox failure stopped: logged, marked for the next run
+    (``context.retry_later``), and its placeholder prediction (the error, no code)."""
+    logger.warning("%s", exc)
+    context.retry_later(pos)
+    return {"task_id": record["task_id"], "samples": [
+        {"task_id": record["task_id"], "sample_index": 0, "raw_output": "", "code": "",
+         "error": str(exc)}]}
 
 
 def _choice(params: Mapping[str, Any], name: str, choices: tuple[str, ...], default: str) -> str:
@@ -92,6 +120,7 @@ class SelfAlignModel:
         (self.generator_name, self.loop, self.structured, self.sandbox, self.decoding,
          self.generator_params) = self._parse(hyperparameters)
         self.sources_dir = hyperparameters.get("sources_dir")
+        self.selection = self._selection(hyperparameters)
         self.repo_timeout = float(hyperparameters.get("repo_timeout", 120.0))
         self._responder: Responder | None = None
         self._generator: Any = None
@@ -101,6 +130,34 @@ class SelfAlignModel:
         """Raise ConfigError/RegistryError if these hyperparameters cannot work (no model
         is loaded): ``ianvs validate``."""
         cls._parse(hyperparameters)
+        cls._selection(hyperparameters)
+
+    @staticmethod
+    def _selection(hp: Mapping[str, Any]) -> SelectionSettings | None:
+        """The selection baseline's settings, or None for the loop (module docstring)."""
+        method = _choice(hp, "selection", ("loop", *METHODS), "loop")
+        if method == "loop":
+            extra = [k for k in ("samples", "anchor_fallback") if k in hp]
+            if extra:
+                raise ConfigError(f"{extra[0]!r} is a setting of a selection baseline, not of "
+                                  "the loop", hint="set selection: codet or examples")
+            return None
+        if "anchor_fallback" in hp and method != "examples":
+            raise ConfigError("anchor_fallback is a setting of selection: examples")
+        settings = SelectionSettings(method, _positive_int(hp, "samples", 5),
+                                     _choice(hp, "anchor_fallback", FALLBACKS, "codet"))
+        generator = str(hp.get("generator", "embedded"))
+        if generator not in CONTROLS and settings.samples > 1:
+            temperature = hp.get("temperature", 0.0)
+            if not isinstance(temperature, (int, float)) or temperature <= 0:
+                raise ConfigError(f"selection {method!r} draws {settings.samples} samples: "
+                                  "greedy decoding would draw the same reply each time",
+                                  hint="set temperature > 0 (e.g. 0.8) and a seed")
+            if hp.get("seed") is None:
+                raise ConfigError(f"selection {method!r} needs a seed (sample k is seeded "
+                                  "seed + k, so a rerun draws the same samples)",
+                                  hint="seed: 1")
+        return settings
 
     @staticmethod
     def _parse(hp: Mapping[str, Any]) -> tuple[str, LoopSettings, str, SandboxSettings,
@@ -172,6 +229,8 @@ class SelfAlignModel:
         workspace = Path(context.workspace)
         if self._responder is None:
             self._responder = self._make_responder()
+        if self.selection is not None:
+            return self._predict_selection(records, context, workspace, self.selection)
         store = TryStore(workspace / TRIES_FILE)
         results: list[dict[str, Any]] = []
         failed = 0
@@ -199,12 +258,8 @@ class SelfAlignModel:
                 try:
                     outcome = run_task(record, self._responder, runner, store, self.loop)
                 except (GenerationFailed, SandboxInfraError) as exc:
-                    logger.warning("%s", exc)
                     failed += 1
-                    results.append({"task_id": record["task_id"], "samples": [
-                        {"task_id": record["task_id"], "sample_index": 0, "raw_output": "",
-                         "code": "", "error": str(exc)}]})
-                    context.retry_later(pos)
+                    results.append(_left_for_next_run(record, exc, context, pos))
                     bar.update(1)
                     continue
                 pred = self._prediction(record, outcome.tries)
@@ -219,6 +274,66 @@ class SelfAlignModel:
             logger.warning("%d task(s) stopped on a generation or sandbox failure; the next run "
                            "continues them after their last stored try", failed)
         return results
+
+    def _predict_selection(self, records: list[dict[str, Any]], context: Any, workspace: Path,
+                           settings: SelectionSettings) -> list[dict[str, Any]]:
+        """Draw K samples per task and select one (:mod:`.selection`); a task whose samples
+        or sandbox runs failed is left for the next run, which reuses what was stored."""
+        assert self._responder is not None
+        if any(repo.is_repo_record(r) for r in records):
+            raise ConfigError(f"selection {settings.method!r} runs on function tasks only, not "
+                              "on repository tasks", hint="selection: loop")
+        shared = shared_dir(workspace)
+        samples_store = SampleStore(shared / SAMPLES_FILE)
+        choices = SelectionStore(workspace / SELECTION_FILE)
+        results: list[dict[str, Any]] = []
+        failed = agreed = 0
+        with UnitRunner(self.sandbox, shared / SHARED_UNITS_FILE) as runner, \
+                progress_bar(total=len(records), unit="task",
+                             desc=f"{settings.method} ({self.generator_name}, "
+                                  f"{settings.samples} samples)",
+                             enabled=getattr(context, "show_progress", True)) as bar:
+            for pos, record in enumerate(records):
+                try:
+                    samples = draw_samples(record, self._responder, runner, samples_store,
+                                           self.loop, settings.samples)
+                    choice = select_task(record, samples, runner, settings, choices)
+                except (GenerationFailed, SandboxInfraError) as exc:
+                    failed += 1
+                    results.append(_left_for_next_run(record, exc, context, pos))
+                    bar.update(1)
+                    continue
+                pred = self._selection_prediction(record, samples, choice)
+                agreed += bool(choice["agreed"])
+                context.save(pos, pred)
+                results.append(pred)
+                bar.set_postfix_str(f"agreed {agreed}/{pos + 1 - failed}")
+                bar.update(1)
+        if getattr(context, "final", True):
+            self.close()
+        if failed:
+            logger.warning("%d task(s) stopped on a generation or sandbox failure; the next run "
+                           "draws their missing samples", failed)
+        return results
+
+    @staticmethod
+    def _selection_prediction(record: Mapping[str, Any], samples: list[Any],
+                              choice: Mapping[str, Any]) -> dict[str, Any]:
+        """The codegen-layout prediction of a selection row: the selected program (the
+        prompt's stub when no sample had code), with the tokens and latency of all samples."""
+        stub = str(record["prompt"])
+        chosen = samples[choice["selected"]] if choice["selected"] is not None else None
+        sample = {"task_id": record["task_id"], "sample_index": 0,
+                  "raw_output": chosen.raw_output if chosen is not None else "",
+                  "code": (chosen.code if chosen is not None else "") or stub,
+                  "prompt_tokens": sum(s.prompt_tokens or 0 for s in samples),
+                  "completion_tokens": sum(s.completion_tokens or 0 for s in samples),
+                  "latency_s": round(sum(s.latency_s for s in samples), 4), "error": None,
+                  "key": chosen.key if chosen is not None else choice["key"]}
+        return {"task_id": record["task_id"], "samples": [sample],
+                "selfalign": {"selection": choice["method"], "selected": choice["selected"],
+                              "agreed": choice["agreed"], "fallback": choice["fallback"],
+                              "samples": len(samples), "first_code": samples[0].code or stub}}
 
     @staticmethod
     def _prediction(record: Mapping[str, Any], tries: list[Any]) -> dict[str, Any]:

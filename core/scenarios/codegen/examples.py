@@ -95,16 +95,31 @@ def examples_check(record: Mapping[str, Any]) -> dict[str, Any] | None:
             "task_id": f"{record.get('task_id')}#examples"}
 
 
+def _asserts(examples: list[tuple[str, str]], indent: str) -> list[str]:
+    """One comparison per example, each side on lines of its own (a trailing comment stays
+    harmless); floats within a relative 1e-6 (the prompt's printed values are rounded)."""
+    body = []
+    for call, want in examples:
+        body.extend([f"{indent}_got = (", f"{indent}    {call}", f"{indent})",
+                     f"{indent}_want = (", f"{indent}    {want}", f"{indent})"])
+        body.append(f"{indent}if isinstance(_want, float) and isinstance(_got, (int, float)):")
+        body.append(f"{indent}    assert abs(_got - _want) <= 1e-6 * max(1.0, abs(_want)), "
+                    f"{call!r}")
+        body.append(f"{indent}else:")
+        body.append(f"{indent}    assert _got == _want, {call!r}")
+    return body
+
+
 def examples_test(examples: list[tuple[str, str]], entry_point: str) -> str:
     """A ``check(candidate)`` test asserting every example (the entry point's name is bound to
     the candidate in the judge, so the calls read as in the prompt). Floats compare with a
     relative tolerance of 1e-6, as the prompt's printed values are rounded."""
-    body = [f"def check(candidate):", f"    {entry_point} = candidate"]
-    for call, want in examples:  # each side on lines of its own: a trailing comment stays harmless
-        body.extend(["    _got = (", f"        {call}", "    )", "    _want = (", f"        {want}", "    )"])
-        body.append("    if isinstance(_want, float) and isinstance(_got, (int, float)):")
-        body.append("        assert abs(_got - _want) <= 1e-6 * max(1.0, abs(_want)), "
-                    f"{call!r}")
-        body.append("    else:")
-        body.append(f"        assert _got == _want, {call!r}")
+    body = ["def check(candidate):", f"    {entry_point} = candidate", *_asserts(examples, "    ")]
     return "\n".join(body) + "\n"
+
+
+def examples_unit(examples: list[tuple[str, str]]) -> str:
+    """The same asserts as :func:`examples_test`, as top-level statements calling the entry
+    point by name: a test *unit* in the self-align scenario's sense (its judge binds the name
+    to the candidate and checks the unit statically like a model-written one)."""
+    return "\n".join(_asserts(examples, "")) + "\n"
