@@ -194,3 +194,26 @@ def test_cli(history, tmp_path: Path) -> None:
     assert "Traceback" not in bad.stderr
     missing = run_cli("dataset", "trajectories", "--repo", str(tmp_path / "nope"), "-o", str(out), cwd=tmp_path)
     assert missing.returncode != 0 and "no such file or directory" in missing.stderr
+
+
+def test_addresses_in_message_trailers_are_masked(tmp_path: Path) -> None:
+    """A co-author's address in a message trailer is not recorded: the trailer keeps the name,
+    the address becomes ``<e-mail removed>``; a decorator in the message text is left alone."""
+    from core.scenarios.trajectories.builder import MASKED_ADDRESS, mask_addresses
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "LICENSE").write_text("MIT License\n")
+    commit(root, {"LICENSE": "MIT License\n", "calc.py": "def add(a, b):\n    return a + b\n"},
+           "init", "2020-01-01T12:00:00+00:00")
+    message = ("Use @functools.cache in add\n\nCo-authored-by: Ada Lovelace <ada@example.org>\n"
+               "Signed-off-by: Dev One <dev.one+x@mail.example.co.uk>")
+    sha = commit(root, {"calc.py": "import functools\n\n@functools.cache\ndef add(a, b):\n"
+                                   "    return a + b\n"}, message, "2020-02-01T12:00:00+00:00")
+    _report, steps = _build(root, tmp_path / "steps.jsonl")
+    step, = [s for s in steps if s["commit"] == sha]
+    assert step["message"] == ("Use @functools.cache in add\n\nCo-authored-by: Ada Lovelace "
+                               f"{MASKED_ADDRESS}\nSigned-off-by: Dev One {MASKED_ADDRESS}")
+    assert "@example.org" not in json.dumps(steps) and "@mail.example" not in json.dumps(steps)
+    assert mask_addresses("x@y is not bracketed") == "x@y is not bracketed"

@@ -15,8 +15,11 @@ Contract (record schema: docs/proposals/scenarios/smart_coding/trajectories.md):
   and redone). Another range or other options on an unfinished output is an error (``--fresh``
   starts over). When the build completes the manifest says ``complete`` and the progress file
   is removed.
-* **Privacy.** Author and committer *names* are recorded, e-mail addresses never (they are only
-  read to recognise bots).
+* **Privacy.** Author and committer *names* are recorded, their e-mail addresses never (they
+  are only read to recognise bots). Addresses written in angle brackets in a message or a pull
+  request's text (``Co-authored-by: Name <addr>``, ``Signed-off-by`` and other trailers) are
+  replaced by ``<e-mail removed>`` (:func:`mask_addresses`); the repository's files and diffs
+  are recorded as they are (an ``author_email`` in a ``setup.py`` stays).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from collections import Counter
@@ -173,6 +177,17 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+#: an e-mail address in angle brackets, as git trailers write them
+_BRACKETED_ADDRESS = re.compile(r"<[^<>\s@]+@[^<>\s@]+\.[^<>\s@]+>")
+MASKED_ADDRESS = "<e-mail removed>"
+
+
+def mask_addresses(text: str) -> str:
+    """``text`` with every ``<local@domain>`` replaced by :data:`MASKED_ADDRESS` (the trailers of
+    commit messages and squash bodies: ``Co-authored-by: Ada <ada@example.org>``)."""
+    return _BRACKETED_ADDRESS.sub(MASKED_ADDRESS, text)
+
+
 def _step(repo: GitRepo, name: str, commit: Any, files: list[Any], licence: dict[str, Any],
           pr: dict[str, Any] | None, mainline: bool, max_diff_bytes: int) -> dict[str, Any]:
     diff, size, truncated = diff_text(repo, commit, max_diff_bytes)
@@ -186,7 +201,7 @@ def _step(repo: GitRepo, name: str, commit: Any, files: list[Any], licence: dict
         "authored_at": commit.authored_at,
         "committer": commit.committer_name,
         "committed_at": commit.committed_at,
-        "message": commit.message.strip("\n"),
+        "message": mask_addresses(commit.message.strip("\n")),
         "is_merge": commit.is_merge,
         "on_mainline": mainline,
         "files": [f.as_dict() for f in files],
