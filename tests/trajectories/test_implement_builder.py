@@ -66,3 +66,28 @@ def test_kept_exactly_where_the_new_tests_fail_at_the_parent(tmp_path: Path) -> 
         assert calc is not None and test is not None
         assert calc.read().decode() == CALC and "test_mul" in test.read().decode()
     assert {"calc.py", "tests/test_calc.py", "LICENSE"} <= names
+
+
+def test_a_change_the_grading_policy_refuses_is_not_kept(tmp_path: Path) -> None:
+    """The commit's own change adds ``from .extra import *`` to its package: its tests flip, but
+    the grading policy refuses that file in any reply, so its gold control could never pass; the
+    builder counts it ``policy_refused`` instead of keeping a task that fails its own gold."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    base = {"LICENSE": MIT, "pkg/__init__.py": "from .calc import add\n", "pkg/calc.py": CALC,
+            "tests/test_pkg.py": "import pkg\n\n\ndef test_add():\n    assert pkg.add(2, 3) == 5\n"}
+    commit(root, base, "Initial package", "2021-01-01T12:00:00+00:00")
+    commit(root, {"pkg/__init__.py": "from .calc import add\nfrom .extra import *\n",
+                  "pkg/extra.py": "__all__ = ['mul']\n\n\ndef mul(a, b):\n    return a * b\n",
+                  "tests/test_pkg.py": base["tests/test_pkg.py"] + "\n\ndef test_mul():\n"
+                                                                  "    assert pkg.mul(2, 3) == 6\n"},
+           "Add mul", "2021-02-01T12:00:00+00:00")
+    steps = tmp_path / "steps.jsonl"
+    build_trajectories(TrajectoryOptions(repo=str(root), output=steps, show_progress=False))
+    out = tmp_path / "data" / "implement.jsonl"
+    report = build_implement_tasks(ImplementOptions(steps=steps, repo=str(root), output=out,
+                                                    sources_dir=tmp_path / "sources", timeout=120,
+                                                    show_progress=False))
+    assert report["counts"]["policy_refused"] == 1 and report["counts"]["kept"] == 0, report["counts"]
+    assert read_jsonl(out) == []

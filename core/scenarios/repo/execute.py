@@ -264,6 +264,21 @@ def _confined_edits(edits: dict[str, str], root: Path, pinned: frozenset[str],
     return out
 
 
+def policy_refusal(sample: Sample, root: Path) -> str | None:
+    """Why the grading policy refuses ``sample``'s edits as it would refuse a model's (the
+    whole-file rewrite of :func:`_confined_edits`), or None when it takes them. Builders run
+    their tasks' reference change through this, so a kept task cannot fail its own gold
+    control on the policy (e.g. a ``from .x import *`` it added)."""
+    if sample.edits is None:
+        return None
+    roots = tuple(sample.task.get("env", {}).get("import_roots", ["."]))
+    try:
+        _confined_edits(sample.edits, root, sample.pinned, own_packages(root, roots))
+    except PolicyRefused as exc:
+        return str(exc)
+    return None
+
+
 def _with_databases(requests: Iterable[ExecRequest], service: PostgresService,
                     live: dict[str, PostgresDatabase], socket_dir: str | None = None) -> Iterator[ExecRequest]:
     """Each request with a fresh database of ``service``: created when the executor takes the

@@ -19,6 +19,9 @@ repo kind's :func:`~core.scenarios.repo.env.ensure_env` creates and caches it).
    the commit: it fails, errors or is skipped in the pinned environment -- code older than the
    pins, or tests of an optional dependency the environment lacks; ``edits_test_side`` when the
    commit's own change writes what no reply may write, :func:`.paths.gold_refusals`;
+   ``policy_refused`` when the grading policy would refuse the commit's own change answered as a
+   reply (its gold control: e.g. a ``from .x import *`` it adds, ``import sys`` in a module),
+   :func:`core.scenarios.repo.execute.policy_refusal`;
    ``leak_dropped`` when the leak check, :mod:`core.scenarios.leak_views`, finds the answer in
    what the model is shown: the change's new code lines -- lines of ``reference_files`` that no
    shown file has -- already in the message or the pull-request title, or a change that leaves
@@ -60,13 +63,15 @@ from core.scenarios.trajectories.git import GitRepo, open_repo
 from core.scenarios.trajectories.periods import commit_time, in_window
 
 __all__ = ["ImplementOptions", "build_implement_tasks", "add_arguments", "run", "STEP_REASONS",
+           "gold_policy_refusal",
            "VALIDATION_REASONS", "write_archive", "export"]
 
 LOG = logging.getLogger(__name__)
 
 STEP_REASONS = ("merge", "root_commit", "outside_window", "diff_truncated", "no_tests_touched", "no_code_change",
                 "change_too_large", "context_too_large")
-VALIDATION_REASONS = ("no_pass_at_commit", "no_fail_to_pass", "edits_test_side", "leak_dropped", "kept")
+VALIDATION_REASONS = ("no_pass_at_commit", "no_fail_to_pass", "edits_test_side", "policy_refused",
+                      "leak_dropped", "kept")
 
 
 @dataclass
@@ -285,11 +290,31 @@ def _validate(step: dict[str, Any], repo: GitRepo, env: Any, opts: ImplementOpti
         if refused:
             LOG.info("%s: its change edits the test side: %s", step["id"], refused[0])
             return "edits_test_side", None
+        why = gold_policy_refusal(task, task_root)
+        if why is not None:
+            LOG.info("%s: the grading policy refuses its own change: %s", step["id"], why)
+            return "policy_refused", None
         write_archive(task_root, opts.sources_dir / archive)
         LOG.info("%s: %d FAIL_TO_PASS, %d PASS_TO_PASS", step["id"], len(f2p), len(p2p))
         return "kept", task
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def gold_policy_refusal(task: dict[str, Any], task_root: Path) -> str | None:
+    """Why the task's own change, answered as a model's reply (the gold control), would be
+    refused by the grading policy or not parse; None when it would run."""
+    from core.scenarios.repo.execute import SampleResult, policy_refusal
+    from core.scenarios.trajectories.implement_change import whole_files_reply
+    from core.scenarios.trajectories.implement_change.scoring import task_sample
+
+    # the grader's form of the record: implement-change tasks name their id task_id
+    rec = {**task, "id": task.get("id", task.get("task_id"))}
+    item, _form = task_sample(f"{rec['id']}#ref", rec, whole_files_reply(task["reference_files"]),
+                              task_root)
+    if isinstance(item, SampleResult):
+        return f"{item.outcome}: {item.detail}"
+    return policy_refusal(item, task_root)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

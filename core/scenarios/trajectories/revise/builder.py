@@ -37,6 +37,8 @@ other task by similarity to the real revision. Each kept task gets ``grading`` a
                        changes applied): the step flips no test
 ``edits_test_side``    the step's own change writes what no reply may write (a pytest
                        configuration file, say: :func:`core.scenarios.trajectories.implement_change.paths.gold_refusals`)
+``policy_refused``     the grading policy would refuse the step's own change answered as a reply
+                       (its gold control could not pass: a ``from .x import *`` it adds, say)
 ``tests``              graded by tests: FAIL_TO_PASS and a PASS_TO_PASS sample recorded
 =====================  ========================================================================
 
@@ -75,7 +77,8 @@ from typing import Any
 from core.common.errors import ConfigError
 from core.common.jsonl import iter_jsonl
 from core.common.progress import progress_bar
-from core.scenarios.trajectories.implement_change.builder import export_roots, write_archive
+from core.scenarios.trajectories.implement_change.builder import (export_roots, gold_policy_refusal,
+                                                                  write_archive)
 from core.scenarios.trajectories.implement_change.paths import gold_refusals
 from core.scenarios.base import DatasetCommand
 from core.scenarios.leak_views import screen_all, tally
@@ -90,7 +93,7 @@ __all__ = ["ReviseOptions", "build_revise_tasks", "REASONS", "GRADING_REASONS", 
 LOG = logging.getLogger(__name__)
 
 GRADING_REASONS = ("no_code_change", "no_tests", "not_validated", "no_pass_at_commit", "no_fail_to_pass",
-                   "edits_test_side", "tests")
+                   "edits_test_side", "policy_refused", "tests")
 
 REASONS = ("outside_window", "not_in_pr", "first_in_pr", "merge", "previous_not_kept", "not_consecutive",
            "diff_truncated", "diff_too_large", "binary_only", "deletes_files", "context_too_large")
@@ -229,6 +232,10 @@ def _validate(task: dict[str, Any], step: dict[str, Any], tests: list[str], repo
         if refused:
             LOG.info("%s: its change edits the test side: %s", step["id"], refused[0])
             return "edits_test_side"
+        why = gold_policy_refusal(graded, task_root)
+        if why is not None:
+            LOG.info("%s: the grading policy refuses its own change: %s", step["id"], why)
+            return "policy_refused"
         archive = f"{name}.tar.gz"
         write_archive(task_root, opts.sources() / archive)
         task["grading"] = "tests"
