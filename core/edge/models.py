@@ -293,6 +293,11 @@ class EdgeNodeGenerator(Generator):
         inflight: dict[Any, tuple[list[GenerationRequest], float]] = {}
         arrived: dict[str, float] = {}
         answered = threading.Event()
+
+        def on_arrival(fut: Any) -> None:
+            arrived.setdefault(fut.key, time.perf_counter())
+            answered.set()
+
         lost_since: float | None = None
         while batches or inflight:
             workers = self._watch()
@@ -312,8 +317,7 @@ class EdgeNodeGenerator(Generator):
                 inflight[fut] = (batch, time.perf_counter())
                 # the moment the answer arrived, not when this loop next looks (a look at the
                 # scheduler crosses the link too)
-                fut.add_done_callback(lambda f: (arrived.setdefault(f.key, time.perf_counter()),
-                                                 answered.set()))
+                fut.add_done_callback(on_arrival)
             done = [f for f in inflight if f.done()]
             for fut in done:
                 batch, sent = inflight.pop(fut)
@@ -354,9 +358,9 @@ class EdgeNodeGenerator(Generator):
         link_s = max(0.0, rtt - float(result["node_s"])) / max(1, len(gens))
         by_task = {r.task_id: r for r in batch}
         for gen in gens:
-            request = by_task.get(gen.task_id)
+            asked = by_task.get(gen.task_id)
             transport = {"node": result["node"], "link_s": round(link_s, 6),
-                         "bytes_up": len(pickle.dumps(request)) if request else 0,
+                         "bytes_up": len(pickle.dumps(asked)) if asked else 0,
                          "bytes_down": len(pickle.dumps(gen.to_dict()))}
             yield Generation.from_dict({**gen.to_dict(), "transport": transport})
 

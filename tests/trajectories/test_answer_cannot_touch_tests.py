@@ -2,7 +2,7 @@
 
 Each hostile class is its own case, in both reply forms (whole files, unified diff) and for both
 kinds (an implement-change record, and a test-graded revise record as the revise metric grades
-it, ``_tested``): aliases of a test file, a new ``conftest.py`` anywhere, pytest's and the
+it, ``grader_record``): aliases of a test file, a new ``conftest.py`` anywhere, pytest's and the
 interpreter's configuration files, the modules the tests import, the test packages'
 ``__init__.py``, caches and bytecode, new top-level modules. Controls: the task's own edits, new
 modules beside them, ``setup.py`` when the task's change edits it, and similarity grading (no
@@ -24,7 +24,7 @@ from core.scenarios.trajectories.implement_change.answer import parse_change
 from core.scenarios.trajectories.implement_change.paths import TestSide, canonical_path, gold_refusals
 from core.scenarios.trajectories.implement_change.scoring import parse_for_task
 from core.scenarios.repo.view import make_view
-from core.scenarios.trajectories.revise.metrics import _tested
+from core.scenarios.trajectories.revise.metrics import grader_record
 
 CORE = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n"
 RIGHT = CORE.replace("return a + b\n", "return a * b\n").replace("return a * b\n", "return a + b\n", 1)
@@ -67,13 +67,13 @@ def _implement(files: list[str] | None = None) -> dict[str, Any]:
 
 
 def _revise(files: list[str] | None = None) -> dict[str, Any]:
-    """A test-graded revise record as the revise metric hands it to the grader (``_tested``):
+    """A test-graded revise record as the revise metric hands it to the grader (``grader_record``):
     its ``test_files`` empty, as the builder writes them when the step changes no test."""
     changed = files or ["calc/core.py"]
     rec = {"id": "calc@2", "grading": "tests", "files": {p: TREE.get(p, "") for p in changed},
            "reference_files": {p: TREE.get(p, "") + "\n" for p in changed}, "test_files": [],
            "tests": TASK_TESTS, "env": {"requirements": []}}
-    return _tested(rec)
+    return grader_record(rec)
 
 
 KINDS = {"implement_change": _implement, "revise": _revise}

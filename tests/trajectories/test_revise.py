@@ -100,12 +100,12 @@ def test_shipped_test_graded_tasks_gold_in_the_sandbox(request: pytest.FixtureRe
                                         REPO / "tests/trajectories/gold.py"],
                         [f"grading={GRADING_VERSION}"])
     skip_if_verified(verified, request, "revise gold controls")
-    from core.scenarios.trajectories.revise.metrics import _tested
+    from core.scenarios.trajectories.revise.metrics import grader_record
     from tests.trajectories.gold import gold_and_unchanged
 
     kind = get_kind("revise")
     data = BENCH / "revise" / "data"
-    tasks = [_tested(r) for name in ("eli5_revise.jsonl", "toolz_revise.jsonl") for r in kind.read(data / name)
+    tasks = [grader_record(r) for name in ("eli5_revise.jsonl", "toolz_revise.jsonl") for r in kind.read(data / name)
              if r["grading"] == "tests"]
     assert tasks
     for task_id, (form, ref, unchanged) in gold_and_unchanged(tasks, kind.reference, data / "revise-sources").items():

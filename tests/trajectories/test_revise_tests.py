@@ -18,7 +18,7 @@ from core.scenarios.repo.env import ensure_env
 from core.scenarios.repo.execute import Sample, default_views_dir, run_samples
 from core.scenarios.repo.scoring import source_root
 from core.scenarios.trajectories.revise.builder import GRADING_REASONS, ReviseOptions, build_revise_tasks
-from core.scenarios.trajectories.revise.metrics import _tested, revise_scores
+from core.scenarios.trajectories.revise.metrics import revise_scores, grader_record
 from core.scenarios.trajectories.builder import TrajectoryOptions, build_trajectories
 from tests.scenarios.conftest import read_jsonl
 from tests.trajectories.conftest import MIT, commit, git
@@ -80,7 +80,7 @@ def test_builder_grades_by_tests_the_step_that_flips_a_test(built: dict[str, Any
     assert "tests" not in doc and "source" not in doc["repo"]
     assert report["grading"] == {"tests": 1, "similarity": 2, "reasons": {
         "no_code_change": 1, "no_tests": 0, "not_validated": 0, "no_pass_at_commit": 0, "no_fail_to_pass": 1,
-        "edits_test_side": 0, "tests": 1}}
+        "edits_test_side": 0, "policy_refused": 0, "tests": 1}}
     assert tuple(report["grading"]["reasons"]) == GRADING_REASONS
     for task in tasks.values():
         get_kind("revise").validate(task)
@@ -104,7 +104,7 @@ def test_validation_caps_at_max_validate(built: dict[str, Any], tmp_path: Path) 
 def test_gold_in_the_sandbox(built: dict[str, Any]) -> None:
     """The real revision passes the test-graded task's tests; the unchanged state fails them."""
     fix = get_kind("revise").validate(built["tasks"][built["ids"]["s2"]])
-    task = _tested(fix)
+    task = grader_record(fix)
     res, form = grade([("ref", task, get_kind("revise").reference(fix))], built["sources"])["ref"]
     assert (res.outcome, form) == ("passed", "files"), res.detail[-800:]
     root = source_root(built["sources"] / task["repo"]["source"], task["repo"]["content_hash"])

@@ -80,6 +80,7 @@ from core.common.progress import progress_bar
 from core.scenarios.trajectories.implement_change.builder import (export_roots, gold_policy_refusal,
                                                                   write_archive)
 from core.scenarios.trajectories.implement_change.paths import gold_refusals
+from core.scenarios.trajectories.revise.metrics import grader_record
 from core.scenarios.base import DatasetCommand
 from core.scenarios.leak_views import screen_all, tally
 from core.scenarios.repo.env import RepoEnv, ensure_env
@@ -232,7 +233,7 @@ def _validate(task: dict[str, Any], step: dict[str, Any], tests: list[str], repo
         if refused:
             LOG.info("%s: its change edits the test side: %s", step["id"], refused[0])
             return "edits_test_side"
-        why = gold_policy_refusal(graded, task_root)
+        why = gold_policy_refusal(grader_record(graded), task_root)  # in the grader's shape
         if why is not None:
             LOG.info("%s: the grading policy refuses its own change: %s", step["id"], why)
             return "policy_refused"

@@ -107,7 +107,7 @@ def score_revision(reply: str, record: Mapping[str, Any]) -> dict[str, Any]:
     return {"failure": "", "form": parsed.form, "edit_chrf": chrf, "exact_match": float(same)}
 
 
-def _tested(rec: Mapping[str, Any]) -> dict[str, Any]:
+def grader_record(rec: Mapping[str, Any]) -> dict[str, Any]:
     """A test-graded revise record in the shape :func:`grade` and the repo kind's runner read."""
     files = sorted(set(rec["files"]) | set(rec["reference_files"]))
     return {**rec, "task_id": rec["id"], "files": files, "file": files[0]}
@@ -131,7 +131,7 @@ def revise_scores(y_true: Any, y_pred: Any, context: Any = None, periods: Sequen
                **score_revision(sample.answer, rec), "test_outcome": "", "tests": {}}
         rows.append(row)
         if rec["grading"] == "tests" and not row["failure"]:
-            todo.append((f"{len(rows) - 1}", _tested(rec), sample.answer))
+            todo.append((f"{len(rows) - 1}", grader_record(rec), sample.answer))
             keys[todo[-1][0]] = sample_key(rec, sample.sample_index, sample.answer, "revise")
     if todo:
         settings = getattr(context, "sandbox", {}) or {}
