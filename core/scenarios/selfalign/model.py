@@ -55,7 +55,7 @@ is in ``selfalign_tries.jsonl`` (:mod:`.store`), the model-written tests' sandbo
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,30 @@ SANDBOX_KEYS = ("test_timeout", "min_isolation", "sandbox_workers")
 REPO_KEYS = ("sources_dir", "repo_timeout")
 SELECTION_KEYS = ("selection", "samples", "anchor_fallback")
 OWN_KEYS = ("generator", "structured", *LOOP_KEYS, *SANDBOX_KEYS, *REPO_KEYS, *SELECTION_KEYS)
+
+
+def _each_task(records: list[dict[str, Any]], context: Any, bar: Any,
+               one: Callable[[dict[str, Any]], tuple[dict[str, Any], bool]],
+               word: str) -> tuple[list[dict[str, Any]], int]:
+    """Each record through ``one`` (its prediction and whether it counts for the progress bar's
+    ``word``), saved as it is made; a generation or sandbox failure leaves the task for the next
+    run (:func:`_left_for_next_run`). Returns the predictions and how many tasks failed."""
+    results: list[dict[str, Any]] = []
+    failed = counted = 0
+    for pos, record in enumerate(records):
+        try:
+            pred, hit = one(record)
+        except (GenerationFailed, SandboxInfraError) as exc:
+            failed += 1
+            results.append(_left_for_next_run(record, exc, context, pos))
+            bar.update(1)
+            continue
+        counted += hit
+        context.save(pos, pred)
+        results.append(pred)
+        bar.set_postfix_str(f"{word} {counted}/{pos + 1 - failed}")
+        bar.update(1)
+    return results, failed
 
 
 def _left_for_next_run(record: Mapping[str, Any], exc: Exception, context: Any,
@@ -232,8 +256,6 @@ class SelfAlignModel:
         if self.selection is not None:
             return self._predict_selection(records, context, workspace, self.selection)
         store = TryStore(workspace / TRIES_FILE)
-        results: list[dict[str, Any]] = []
-        failed = 0
         runner: Runner
         if records and repo.is_repo_record(records[0]):
             for record in records:
@@ -253,26 +275,13 @@ class SelfAlignModel:
         with runner, \
                 progress_bar(total=len(records), desc=f"self-align ({self.generator_name})",
                              unit="task", enabled=getattr(context, "show_progress", True)) as bar:
-            aligned = 0
-            for pos, record in enumerate(records):
-                try:
-                    outcome = run_task(record, self._responder, runner, store, self.loop)
-                except (GenerationFailed, SandboxInfraError) as exc:
-                    failed += 1
-                    results.append(_left_for_next_run(record, exc, context, pos))
-                    bar.update(1)
-                    continue
-                pred = self._prediction(record, outcome.tries)
-                aligned += outcome.aligned_at is not None
-                context.save(pos, pred)
-                results.append(pred)
-                bar.set_postfix_str(f"aligned {aligned}/{pos + 1 - failed}")
-                bar.update(1)
-        if getattr(context, "final", True):
-            self.close()
-        if failed:
-            logger.warning("%d task(s) stopped on a generation or sandbox failure; the next run "
-                           "continues them after their last stored try", failed)
+            def one(record: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+                assert self._responder is not None
+                outcome = run_task(record, self._responder, runner, store, self.loop)
+                return self._prediction(record, outcome.tries), outcome.aligned_at is not None
+
+            results, failed = _each_task(records, context, bar, one, "aligned")
+        self._finish(context, failed, "continues them after their last stored try")
         return results
 
     def _predict_selection(self, records: list[dict[str, Any]], context: Any, workspace: Path,
@@ -286,35 +295,30 @@ class SelfAlignModel:
         shared = shared_dir(workspace)
         samples_store = SampleStore(shared / SAMPLES_FILE)
         choices = SelectionStore(workspace / SELECTION_FILE)
-        results: list[dict[str, Any]] = []
-        failed = agreed = 0
         with UnitRunner(self.sandbox, shared / SHARED_UNITS_FILE) as runner, \
                 progress_bar(total=len(records), unit="task",
                              desc=f"{settings.method} ({self.generator_name}, "
                                   f"{settings.samples} samples)",
                              enabled=getattr(context, "show_progress", True)) as bar:
-            for pos, record in enumerate(records):
-                try:
-                    samples = draw_samples(record, self._responder, runner, samples_store,
-                                           self.loop, settings.samples)
-                    choice = select_task(record, samples, runner, settings, choices)
-                except (GenerationFailed, SandboxInfraError) as exc:
-                    failed += 1
-                    results.append(_left_for_next_run(record, exc, context, pos))
-                    bar.update(1)
-                    continue
-                pred = self._selection_prediction(record, samples, choice)
-                agreed += bool(choice["agreed"])
-                context.save(pos, pred)
-                results.append(pred)
-                bar.set_postfix_str(f"agreed {agreed}/{pos + 1 - failed}")
-                bar.update(1)
+            def one(record: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+                assert self._responder is not None
+                samples = draw_samples(record, self._responder, runner, samples_store,
+                                       self.loop, settings.samples)
+                choice = select_task(record, samples, runner, settings, choices)
+                return self._selection_prediction(record, samples, choice), bool(choice["agreed"])
+
+            results, failed = _each_task(records, context, bar, one, "agreed")
+        self._finish(context, failed, "draws their missing samples")
+        return results
+
+    def _finish(self, context: Any, failed: int, next_run: str) -> None:
+        """After the tasks: release the model on the framework's last call, and say how many
+        tasks a failure left for the next run (which ``next_run``)."""
         if getattr(context, "final", True):
             self.close()
         if failed:
             logger.warning("%d task(s) stopped on a generation or sandbox failure; the next run "
-                           "draws their missing samples", failed)
-        return results
+                           "%s", failed, next_run)
 
     @staticmethod
     def _selection_prediction(record: Mapping[str, Any], samples: list[Any],

@@ -56,7 +56,7 @@ from core.scenarios.selfalign.loop import (LoopSettings, Responder, _one_try, ru
                                            unit_checks)
 from core.scenarios.selfalign.reply import messages, reply_schema
 from core.scenarios.selfalign.sandbox import GRADING, UnitRunner
-from core.scenarios.selfalign.store import TryRecord
+from core.scenarios.selfalign.store import TryRecord, read_stored
 from core.scenarios.selfalign.units import check_unit
 
 logger = logging.getLogger(__name__)
@@ -97,18 +97,8 @@ class _Lines:
 
     def __init__(self, path: Path, field: str) -> None:
         self.path, self.field = path, field
-        self._rows: dict[str, dict[str, Any]] = {}
-        if path.exists():
-            with path.open(encoding="utf-8") as fh:
-                for lineno, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        row = json.loads(line)
-                        self._rows[str(row[field])] = row
-                    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                        logger.warning("%s:%d: unreadable line skipped (%s); it is redone",
-                                       path, lineno, exc)
+        self._rows: dict[str, dict[str, Any]] = dict(
+            read_stored(path, lambda row: (str(row[field]), row)))  # a later line wins
 
     def get(self, key: str) -> dict[str, Any] | None:
         return self._rows.get(key)

@@ -35,14 +35,15 @@ import json
 import logging
 import os
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from core.common.jsonl import open_append
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 TRIES_FILE = "selfalign_tries.jsonl"
 
@@ -88,24 +89,33 @@ class TryRecord:
         return int(self.prompt_tokens or 0) + int(self.completion_tokens or 0)
 
 
+def read_stored(path: Path, parse: Callable[[dict[str, Any]], T], what: str = "line") -> Iterator[T]:
+    """``parse`` of each line of an append-only JSONL store, in order; a line that does not
+    read or parse (one cut by a kill) is skipped with a warning naming it -- its work is
+    redone. A missing file reads as empty."""
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                item = parse(json.loads(line))
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                logger.warning("%s:%d: unreadable %s skipped (%s); it is redone", path, lineno,
+                               what, exc)
+                continue
+            yield item
+
+
 class TryStore:
     """Append-only store of :class:`TryRecord` lines in one file (module docstring)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._tries: dict[str, list[TryRecord]] = defaultdict(list)
-        if path.exists():
-            with path.open(encoding="utf-8") as fh:
-                for lineno, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        rec = TryRecord.from_dict(json.loads(line))
-                    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                        logger.warning("%s:%d: unreadable try skipped (%s); it is redone",
-                                       path, lineno, exc)
-                        continue
-                    self._keep(rec)
+        for rec in read_stored(path, TryRecord.from_dict, "try"):
+            self._keep(rec)
 
     def _keep(self, record: TryRecord) -> None:
         """A try replaces the task's tries from its number on (a later line redid them)."""
