@@ -23,6 +23,9 @@ An example's ``basemodel.py`` registers :class:`SelfAlignModel` under its alias.
                      ``kernel``, so no run whose report goes back to the model can read the
                      hidden tests; :data:`.sandbox.MIN_ISOLATION`)
 ``sandbox_workers``  parallel sandbox slots for them (default 2)
+``task_workers``     tasks run side by side (default 1). Each task's tries stay in order, so
+                     a task's result does not depend on it; 2 keeps both instances of the
+                     embedded model busy on a 2-core machine (it starts one per core)
 ``sources_dir``      repository-level set only (repo kind records): the folder holding each
                      repository's source as ``<repo name>.tar.gz`` (or a folder or bundle of
                      that name), checked against the tasks' content hash
@@ -54,8 +57,10 @@ is in ``selfalign_tries.jsonl`` (:mod:`.store`), the model-written tests' sandbo
 """
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -84,31 +89,50 @@ LOOP_KEYS = ("max_tries", "generate", "feedback", "tests_per_task", "test_style"
 SANDBOX_KEYS = ("test_timeout", "min_isolation", "sandbox_workers")
 REPO_KEYS = ("sources_dir", "repo_timeout")
 SELECTION_KEYS = ("selection", "samples", "anchor_fallback")
-OWN_KEYS = ("generator", "structured", *LOOP_KEYS, *SANDBOX_KEYS, *REPO_KEYS, *SELECTION_KEYS)
+OWN_KEYS = ("generator", "structured", "task_workers", *LOOP_KEYS, *SANDBOX_KEYS, *REPO_KEYS,
+            *SELECTION_KEYS)
 
 
 def _each_task(records: list[dict[str, Any]], context: Any, bar: Any,
                one: Callable[[dict[str, Any]], tuple[dict[str, Any], bool]],
-               word: str) -> tuple[list[dict[str, Any]], int]:
+               word: str, workers: int = 1) -> tuple[list[dict[str, Any]], int]:
     """Each record through ``one`` (its prediction and whether it counts for the progress bar's
     ``word``), saved as it is made; a generation or sandbox failure leaves the task for the next
-    run (:func:`_left_for_next_run`). Returns the predictions and how many tasks failed."""
-    results: list[dict[str, Any]] = []
-    failed = counted = 0
-    for pos, record in enumerate(records):
+    run (:func:`_left_for_next_run`). Returns the predictions, in the records' order, and how
+    many tasks failed.
+
+    ``workers`` > 1 runs that many tasks side by side on threads (``one`` must then be safe to
+    call concurrently: the stores, the unit runner and the generators it uses are); a task's
+    tries stay in order, so each task's result is the same as when run alone. Predictions are
+    saved from this thread as their tasks finish."""
+    results: list[dict[str, Any] | None] = [None] * len(records)
+    failed = counted = finished = 0
+
+    def settle(pos: int, outcome: Callable[[], tuple[dict[str, Any], bool]]) -> None:
+        nonlocal failed, counted, finished
         try:
-            pred, hit = one(record)
+            pred, hit = outcome()
         except (GenerationFailed, SandboxInfraError) as exc:
             failed += 1
-            results.append(_left_for_next_run(record, exc, context, pos))
+            results[pos] = _left_for_next_run(records[pos], exc, context, pos)
             bar.update(1)
-            continue
+            return
         counted += hit
+        finished += 1
         context.save(pos, pred)
-        results.append(pred)
-        bar.set_postfix_str(f"{word} {counted}/{pos + 1 - failed}")
+        results[pos] = pred
+        bar.set_postfix_str(f"{word} {counted}/{finished}")
         bar.update(1)
-    return results, failed
+
+    if workers <= 1 or len(records) <= 1:
+        for pos, record in enumerate(records):
+            settle(pos, functools.partial(one, record))
+    else:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="task") as pool:
+            futures = {pool.submit(one, record): pos for pos, record in enumerate(records)}
+            for future in as_completed(futures):
+                settle(futures[future], future.result)
+    return [r for r in results if r is not None], failed
 
 
 def _left_for_next_run(record: Mapping[str, Any], exc: Exception, context: Any,
@@ -146,6 +170,7 @@ class SelfAlignModel:
         self.sources_dir = hyperparameters.get("sources_dir")
         self.selection = self._selection(hyperparameters)
         self.repo_timeout = float(hyperparameters.get("repo_timeout", 120.0))
+        self.task_workers = _positive_int(hyperparameters, "task_workers", 1)
         self._responder: Responder | None = None
         self._generator: Any = None
 
@@ -195,6 +220,7 @@ class SelfAlignModel:
             tests_per_task=_positive_int(params, "tests_per_task", 3),
             test_style=_choice(params, "test_style", TEST_STYLES, "assert"))
         structured = _choice(params, "structured", ("auto", "none"), "auto")
+        _positive_int(params, "task_workers", 1)
         timeout = params.get("test_timeout", 3.0)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ConfigError(f"test_timeout must be a positive number of seconds, got {timeout!r}")
@@ -280,7 +306,8 @@ class SelfAlignModel:
                 outcome = run_task(record, self._responder, runner, store, self.loop)
                 return self._prediction(record, outcome.tries), outcome.aligned_at is not None
 
-            results, failed = _each_task(records, context, bar, one, "aligned")
+            results, failed = _each_task(records, context, bar, one, "aligned",
+                                         self.task_workers)
         self._finish(context, failed, "continues them after their last stored try")
         return results
 
@@ -307,7 +334,8 @@ class SelfAlignModel:
                 choice = select_task(record, samples, runner, settings, choices)
                 return self._selection_prediction(record, samples, choice), bool(choice["agreed"])
 
-            results, failed = _each_task(records, context, bar, one, "agreed")
+            results, failed = _each_task(records, context, bar, one, "agreed",
+                                         self.task_workers)
         self._finish(context, failed, "draws their missing samples")
         return results
 

@@ -68,6 +68,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -292,7 +293,8 @@ def _statuses(tests: Mapping[str, str], node: str) -> list[tuple[str, str]]:
 
 class RepoUnitRunner:
     """Runs a try's units against its code in a view of the repository (module docstring),
-    with an on-disk cache keyed by (task, source, code, units, timeout)."""
+    with an on-disk cache keyed by (task, source, code, units, timeout). Threads share it:
+    one run at a time."""
 
     def __init__(self, sources: Mapping[str, Path], cache_path: Path | None = None,
                  timeout: float = 120.0, min_isolation: str = "kernel",
@@ -308,6 +310,7 @@ class RepoUnitRunner:
         self._envs: dict[str, RepoEnv] = {}
         self._cache: dict[str, list[dict[str, Any]]] = {}
         self._postgres: PostgresService | None = None
+        self._lock = threading.Lock()
         if cache_path is not None and cache_path.exists():
             for line in cache_path.read_text(encoding="utf-8").splitlines():
                 try:
@@ -369,6 +372,11 @@ class RepoUnitRunner:
             ConfigError: the task cannot run here (:func:`check_task`, no source).
         """
         check_task(record)
+        with self._lock:
+            return self._run(code, checks, record)
+
+    def _run(self, code: str, checks: Sequence[UnitCheck],
+             record: Mapping[str, Any]) -> list[UnitOutcome]:
         out: dict[int, UnitOutcome] = {}
         valid: list[tuple[int, UnitCheck]] = []
         for i, check in enumerate(checks):

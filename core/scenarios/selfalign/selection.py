@@ -43,6 +43,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -93,10 +94,12 @@ def shared_dir(case_dir: Path) -> Path:
 
 class _Lines:
     """An append-only JSONL file of dicts kept by a key field; a later line replaces an
-    earlier one with the same key; unreadable lines (cut by a kill) are skipped."""
+    earlier one with the same key; unreadable lines (cut by a kill) are skipped. Safe to share
+    between threads."""
 
     def __init__(self, path: Path, field: str) -> None:
         self.path, self.field = path, field
+        self._lock = threading.Lock()
         self._rows: dict[str, dict[str, Any]] = dict(
             read_stored(path, lambda row: (str(row[field]), row)))  # a later line wins
 
@@ -105,12 +108,14 @@ class _Lines:
 
     def add(self, row: dict[str, Any]) -> None:
         """Append ``row`` durably (flush + fsync) and keep it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open_append(self.path) as fh:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        self._rows[str(row[self.field])] = row
+        line = json.dumps(row, ensure_ascii=False) + "\n"
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open_append(self.path) as fh:
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+            self._rows[str(row[self.field])] = row
 
 
 class SampleStore(_Lines):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -109,10 +110,12 @@ def read_stored(path: Path, parse: Callable[[dict[str, Any]], T], what: str = "l
 
 
 class TryStore:
-    """Append-only store of :class:`TryRecord` lines in one file (module docstring)."""
+    """Append-only store of :class:`TryRecord` lines in one file (module docstring); safe to
+    share between threads running different tasks."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._lock = threading.Lock()
         self._tries: dict[str, list[TryRecord]] = defaultdict(list)
         for rec in read_stored(path, TryRecord.from_dict, "try"):
             self._keep(rec)
@@ -128,9 +131,11 @@ class TryStore:
 
     def add(self, record: TryRecord) -> None:
         """Append ``record`` durably (flush + fsync) and keep it in memory."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open_append(self.path) as fh:
-            fh.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        self._keep(record)
+        line = json.dumps(record.to_dict(), ensure_ascii=False) + "\n"
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open_append(self.path) as fh:
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+            self._keep(record)
