@@ -58,6 +58,7 @@ BUILTIN_DATASET_COMMANDS: dict[str, str] = {
     "commit-messages": "core.scenarios.trajectories.commit_message.builder:COMMAND",
     "implement-change": "core.scenarios.trajectories.implement_change.builder:COMMAND",
     "revise": "core.scenarios.trajectories.revise.builder:COMMAND",
+    "pack-roots": "core.scenarios.trajectories.roots:COMMAND",
 }
 
 for _alias, _target in BUILTIN_KINDS.items():

@@ -73,6 +73,16 @@ def test_builder_on_a_real_history(history, tmp_path: Path) -> None:
     assert get_kind("commit_message").check_file(out) == 7
     short = build_commit_tasks(CommitTaskOptions(steps=steps, output=tmp_path / "s.jsonl", min_words=5))
     assert short["counts"]["short_message"] >= 1 and short["options"]["repo"] is None
+    assert "not_mainline" not in report["counts"] and "mainline_only" not in report["options"]
+    # --mainline-only: the steps only a pull-request ref reaches are dropped, each counted
+    off_main = {s["commit"] for s in read_jsonl(steps) if not s["on_mainline"]}
+    main = build_commit_tasks(CommitTaskOptions(steps=steps, output=tmp_path / "m.jsonl",
+                                                repo=str(root), max_diff_bytes=2000,
+                                                mainline_only=True))
+    kept = {t["commit"] for t in read_jsonl(tmp_path / "m.jsonl")}
+    assert off_main and main["counts"]["not_mainline"] >= 1 and main["options"]["mainline_only"]
+    assert kept == set(tasks) - off_main and not kept & off_main
+    assert main["tasks"] == 7 - main["counts"]["not_mainline"]
 
 
 def _rows(root: Path) -> dict[str, dict[str, str]]:

@@ -1,4 +1,6 @@
-"""Materialise a repository from a git directory/bundle, an sdist archive or a folder.
+"""Materialise a repository from a git directory/bundle, an sdist archive, a folder, or one
+tree of a roots bundle (``<file>.bundle#<name>``: the tree of ``refs/roots/<name>`` in that
+bundle, :mod:`core.scenarios.trajectories.roots`).
 
 The copy lives in a fresh directory the caller owns. Identity recorded per task: ``name``,
 ``origin`` (the file or directory name given; never a host path), ``commit`` (git only, else ``None``) and ``content_hash`` (sha256
@@ -9,6 +11,7 @@ rebuilt and checked against the same tree.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import subprocess
@@ -19,7 +22,11 @@ from pathlib import Path
 
 from core.common.errors import IanvsError
 
-__all__ = ["RepoSource", "materialise", "content_hash", "RepoSourceError"]
+__all__ = ["RepoSource", "materialise", "content_hash", "RepoSourceError", "ROOTS_REF",
+           "bundle_tree"]
+
+#: the refs of a roots bundle: one per task root, ``refs/roots/<name>``
+ROOTS_REF = "refs/roots/"
 
 
 class RepoSourceError(IanvsError):
@@ -61,9 +68,13 @@ def materialise(spec: str, dest: Path, rev: str | None = None) -> RepoSource:
     """Copy the repository named by ``spec`` into ``dest/<name>`` and describe it.
 
     ``spec`` is a git work tree or bare dir (``rev`` or HEAD is checked out), a ``.bundle`` file,
-    an sdist (``.tar.gz``/``.tgz``/``.zip``; its single top directory becomes the root) or a
-    plain folder. Raises :class:`RepoSourceError` for anything else.
+    an sdist (``.tar.gz``/``.tgz``/``.zip``; its single top directory becomes the root), a
+    plain folder, or ``<roots>.bundle#<name>`` (the tree of ``refs/roots/<name>``, materialised
+    as ``dest/<name>``). Raises :class:`RepoSourceError` for anything else.
     """
+    in_bundle = bundle_tree(str(spec))
+    if in_bundle is not None:
+        return _from_roots_bundle(*in_bundle, dest)
     src = Path(spec).expanduser().resolve()
     if not src.exists():
         raise RepoSourceError(f"--repo {spec}: no such file or directory")
@@ -99,3 +110,39 @@ def materialise(spec: str, dest: Path, rev: str | None = None) -> RepoSource:
         raise RepoSourceError(f"--repo {spec}: expected a git directory, a .bundle, an sdist "
                               "(.tar.gz/.zip) or a folder")
     return RepoSource(name=name, origin=src.name, root=root, commit=commit, content_hash=content_hash(root))
+
+
+def bundle_tree(spec: str) -> tuple[Path, str] | None:
+    """``(bundle, name)`` when ``spec`` names one tree of a roots bundle
+    (``<file>.bundle#<name>``, ``name`` without ``/``), else None."""
+    path, sep, name = spec.rpartition("#")
+    if sep and path.endswith(".bundle") and name and "/" not in name and not name.startswith("."):
+        return Path(path).expanduser().resolve(), name
+    return None
+
+
+def _from_roots_bundle(bundle: Path, name: str, dest: Path) -> RepoSource:
+    """The tree of ``refs/roots/<name>`` in ``bundle``, written to ``dest/<name>`` (through
+    ``git archive``: a scratch repository that fetches that one ref is removed after)."""
+    if not bundle.is_file():
+        raise RepoSourceError(f"roots bundle {bundle}: no such file")
+    scratch = dest / ".roots-git"
+    root = dest / name
+    try:
+        _git("init", "-q", "--bare", str(scratch))
+        try:
+            _git("--git-dir", str(scratch), "fetch", "-q", str(bundle),
+                 f"{ROOTS_REF}{name}:{ROOTS_REF}{name}")
+        except subprocess.CalledProcessError as exc:
+            raise RepoSourceError(f"roots bundle {bundle.name} has no root {name!r} "
+                                  f"({(exc.stderr or '').strip()[:200]})") from exc
+        commit = _git("--git-dir", str(scratch), "rev-parse", f"{ROOTS_REF}{name}")
+        archive = subprocess.run(["git", "--git-dir", str(scratch), "archive", "--format=tar",
+                                  commit], check=True, capture_output=True).stdout
+        root.mkdir(parents=True)
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tf:
+            tf.extractall(root, filter="data")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return RepoSource(name=name, origin=f"{bundle.name}#{name}", root=root, commit=commit,
+                      content_hash=content_hash(root))

@@ -7,6 +7,10 @@ kept or dropped with the first reason that applies, counted in the report:
 =================== ==========================================================================
 ``merge``           a merge commit (its combined diff is not a change a developer describes)
 ``outside_window``  committed before ``--since`` or not before ``--until``
+``not_mainline``    with ``--mainline-only``: reachable only from a pull-request ref. A
+                    squash-merged pull request is in the history twice, as its branch's
+                    commits and as the squash commit on the mainline whose message gathers
+                    theirs; keeping the mainline keeps each change once
 ``diff_truncated``  the step's diff was cut by the trajectory builder's bound
 ``diff_too_large``  the diff is longer than ``--max-diff-bytes`` (a prompt budget)
 ``binary_only``     no text line changed (binary files, pure renames, mode changes)
@@ -70,6 +74,7 @@ class CommitTaskOptions:
     limit: int | None = None
     since: str | None = None
     until: str | None = None
+    mainline_only: bool = False
 
 
 def outline(source: str) -> list[str]:
@@ -115,6 +120,8 @@ def _reason(step: dict[str, Any], opts: CommitTaskOptions) -> str:
         return "merge"
     if not in_window(commit_time(step["committed_at"]), opts.since, opts.until):
         return "outside_window"
+    if opts.mainline_only and not step.get("on_mainline", True):
+        return "not_mainline"
     if step["diff_truncated"]:
         return "diff_truncated"
     if len(step["diff"].encode("utf-8")) > opts.max_diff_bytes:
@@ -168,16 +175,18 @@ def build_commit_tasks(opts: CommitTaskOptions) -> dict[str, Any]:
     tmp = opts.output.with_name(f".{opts.output.name}.tmp")
     tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     tmp.replace(opts.output)
+    reasons = (DROP_REASONS[:2] + ("not_mainline",) * opts.mainline_only + DROP_REASONS[2:])
     report = {"builder": "ianvs dataset commit-messages", "tasks": len(records),
               "counts": {r: counts.get(r, 0)
-                         for r in (*DROP_REASONS, "leak_dropped", "kept", "over_limit")},
+                         for r in (*reasons, "leak_dropped", "kept", "over_limit")},
               "leaks": leak_report,
               "steps_file": opts.steps.name,
               "steps_sha256": hashlib.sha256(opts.steps.read_bytes()).hexdigest(),
               "options": {"max_diff_bytes": opts.max_diff_bytes, "min_words": opts.min_words,
                           "context_chars": opts.context_chars, "limit": opts.limit,
                           "since": opts.since, "until": opts.until,
-                          "repo": Path(opts.repo).name if opts.repo else None}}
+                          "repo": Path(opts.repo).name if opts.repo else None,
+                          **({"mainline_only": True} if opts.mainline_only else {})}}
     opts.output.with_name(opts.output.name + ".build.json").write_text(
         json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return report
@@ -195,13 +204,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, help="keep N tasks evenly spaced in commit order")
     parser.add_argument("--since", help="keep steps committed on or after DATE")
     parser.add_argument("--until", help="keep steps committed before DATE")
+    parser.add_argument("--mainline-only", action="store_true",
+                        help="drop steps reachable only from a pull-request ref (not_mainline): "
+                             "a squash-merged PR's branch commits repeat its squash commit")
 
 
 def run(args: argparse.Namespace) -> int:
     report = build_commit_tasks(CommitTaskOptions(
         steps=args.steps, output=args.output, repo=args.repo, max_diff_bytes=args.max_diff_bytes,
         min_words=args.min_words, context_chars=args.context_chars, limit=args.limit,
-        since=args.since, until=args.until))
+        since=args.since, until=args.until, mainline_only=args.mainline_only))
     sys.stdout.write(json.dumps(report["counts"]) + "\n")
     sys.stdout.write(f"wrote {report['tasks']} tasks to {args.output}\n")
     return 0
