@@ -91,3 +91,39 @@ def test_a_change_the_grading_policy_refuses_is_not_kept(tmp_path: Path) -> None
                                                     show_progress=False))
     assert report["counts"]["policy_refused"] == 1 and report["counts"]["kept"] == 0, report["counts"]
     assert read_jsonl(out) == []
+
+
+def test_one_per_pr_keeps_one_task_of_a_pull_request_and_its_squash_commit(tmp_path: Path) -> None:
+    """A pull request of two commits that each flip a test, and the squash commit ``... (#5)``
+    that repeats them on the mainline: with ``--one-per-pr`` the newest of the three is kept
+    and the other two are counted ``same_pr`` without being validated; without it, all three."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    base = commit(root, {"LICENSE": MIT, "calc.py": CALC, "tests/test_calc.py": TESTS},
+                  "Initial adder", "2021-01-01T12:00:00+00:00")
+    mul = CALC + "\n\ndef mul(a, b):\n    return a * b\n"
+    neg = "\n\ndef neg(a):\n    return -a\n"
+    neg_test = "\n\ndef test_neg():\n    assert calc.neg(2) == -2\n"
+    git(root, "checkout", "-q", "-b", "topic")
+    commit(root, {"calc.py": mul, "tests/test_calc.py": TESTS + MUL}, "Add mul",
+           "2021-02-01T12:00:00+00:00")
+    head = commit(root, {"calc.py": mul + neg, "tests/test_calc.py": TESTS + MUL + neg_test},
+                  "Add neg", "2021-02-02T12:00:00+00:00")
+    git(root, "update-ref", "refs/pull/5/head", head)
+    git(root, "checkout", "-q", "main")
+    squash = commit(root, {"calc.py": mul + neg, "tests/test_calc.py": TESTS + MUL + neg_test},
+                    "Add mul and neg (#5)", "2021-02-03T12:00:00+00:00")
+    assert git(root, "rev-parse", "HEAD") != base
+    steps = tmp_path / "steps.jsonl"
+    build_trajectories(TrajectoryOptions(repo=str(root), output=steps, show_progress=False))
+    one = build_implement_tasks(ImplementOptions(
+        steps=steps, repo=str(root), output=tmp_path / "one.jsonl", sources_dir=tmp_path / "s1",
+        timeout=120, show_progress=False, one_per_pr=True))
+    assert [t["repo"]["commit"] for t in read_jsonl(tmp_path / "one.jsonl")] == [squash]
+    assert one["counts"]["same_pr"] == 2 and one["counts"]["kept"] == 1
+    assert one["options"]["one_per_pr"] is True
+    every = build_implement_tasks(ImplementOptions(
+        steps=steps, repo=str(root), output=tmp_path / "all.jsonl", sources_dir=tmp_path / "s2",
+        timeout=120, show_progress=False))
+    assert every["counts"]["kept"] == 3 and "same_pr" not in every["counts"]

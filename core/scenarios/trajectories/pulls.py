@@ -25,7 +25,10 @@ from dataclasses import dataclass
 from core.scenarios.trajectories.git import GitRepo
 from core.scenarios.trajectories.history import Commit
 
-__all__ = ["PullRequest", "find_pulls", "membership"]
+__all__ = ["PullRequest", "find_pulls", "membership", "pull_number_of"]
+
+#: GitHub's subject of a squash-merged pull request: ``<title> (#N)``
+_SQUASH_SUBJECT = re.compile(r"\(#([0-9]+)\)\s*$")
 
 _PULL_REF = re.compile(r"^refs/pull/([0-9]+)/head$")
 _MERGE_SUBJECT = re.compile(r"^Merge pull request #([0-9]+) from (\S+)")
@@ -121,3 +124,18 @@ def membership(pulls: list[PullRequest]) -> dict[str, tuple[PullRequest, int]]:
         for pos, sha in enumerate(pr.commits, start=1):
             out.setdefault(sha, (pr, pos))
     return out
+
+
+def pull_number_of(step: dict[str, object]) -> int | None:
+    """The pull request a trajectory step belongs to: its ``pull_request.number``, else, for a
+    mainline commit, the ``(#N)`` GitHub ends a squash-merged PR's subject with (the squash
+    commit repeats the branch's commits, which the PR's ref still reaches); None otherwise."""
+    pr = step.get("pull_request")
+    if isinstance(pr, dict) and isinstance(pr.get("number"), int):
+        return int(pr["number"])
+    message = step.get("message")
+    if step.get("on_mainline") and isinstance(message, str) and message:
+        found = _SQUASH_SUBJECT.search(message.splitlines()[0])
+        if found:
+            return int(found.group(1))
+    return None

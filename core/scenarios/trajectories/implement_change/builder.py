@@ -27,6 +27,10 @@ repo kind's :func:`~core.scenarios.repo.env.ensure_env` creates and caches it).
    shown file has -- already in the message or the pull-request title, or a change that leaves
    every shown file as it is. The before-files themselves are the task, not a leak). The
    report's ``leaks`` block counts masked and dropped tasks per reason.
+   With ``--one-per-pr`` a candidate of a pull request that already has a task is not
+   validated (``same_pr``): a squash-merged PR's change is in the history as its branch's
+   commits and again as the squash commit (``(#N)`` ending its subject,
+   :func:`..pulls.pull_number_of`), and a PR's later commits repeat its earlier ones' tests.
 3. **Output.** One task record per kept candidate (docs/proposals/scenarios/smart_coding/
    trajectories.md), and per task its root as a deterministic ``.tar.gz`` in ``--sources-dir``
    (the job reads it: ``repo.source``; checked against ``repo.content_hash``). The report
@@ -61,6 +65,7 @@ from core.scenarios.repo.source import content_hash
 from core.scenarios.repo.testrun import run_tests
 from core.scenarios.trajectories.git import GitRepo, open_repo
 from core.scenarios.trajectories.periods import commit_time, in_window
+from core.scenarios.trajectories.pulls import pull_number_of
 
 __all__ = ["ImplementOptions", "build_implement_tasks", "add_arguments", "run", "STEP_REASONS",
            "gold_policy_refusal",
@@ -91,6 +96,7 @@ class ImplementOptions:
     max_tasks: int = 20
     p2p: int = 10
     timeout: float = 600.0
+    one_per_pr: bool = False
     show_progress: bool = True
 
 
@@ -205,6 +211,7 @@ def build_implement_tasks(opts: ImplementOptions) -> dict[str, Any]:
         counts["candidates"] = counts.pop("kept", 0)
         candidates.sort(key=lambda s: commit_time(s["committed_at"]), reverse=True)
         counts["not_validated"] = max(0, len(candidates) - opts.max_candidates)
+        with_task: set[int] = set()  # pull requests with a task (--one-per-pr)
         with progress_bar(min(len(candidates), opts.max_candidates), "validating changes", "commit",
                           opts.show_progress) as bar:
             for step in candidates[:opts.max_candidates]:
@@ -212,11 +219,19 @@ def build_implement_tasks(opts: ImplementOptions) -> dict[str, Any]:
                     counts["over_limit"] += 1
                     bar.update(1)
                     continue
+                number = pull_number_of(step) if opts.one_per_pr else None
+                if number is not None and number in with_task:
+                    LOG.info("%s: pull request #%d has a task already", step["id"], number)
+                    counts["same_pr"] += 1
+                    bar.update(1)
+                    continue
                 outcome, task = _validate(step, repo, env, opts, workdir, leaks)
                 LOG.info("%s (%s): %s", step["id"], step["committed_at"][:10], outcome)
                 counts[outcome] += 1
                 if task is not None:
                     tasks.append(task)
+                    if number is not None:
+                        with_task.add(number)
                 bar.update(1)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -225,7 +240,9 @@ def build_implement_tasks(opts: ImplementOptions) -> dict[str, Any]:
     opts.output.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in tasks), encoding="utf-8")
     report = {"builder": "ianvs dataset implement-change", "tasks": len(tasks),
               "counts": {k: counts.get(k, 0) for k in (*STEP_REASONS, "candidates", "not_validated",
-                                                       "over_limit", *VALIDATION_REASONS)},
+                                                       "over_limit",
+                                                       *("same_pr",) * opts.one_per_pr,
+                                                       *VALIDATION_REASONS)},
               "leaks": tally(leaks),
               "steps_file": opts.steps.name,
               "steps_sha256": hashlib.sha256(opts.steps.read_bytes()).hexdigest(),
@@ -233,7 +250,7 @@ def build_implement_tasks(opts: ImplementOptions) -> dict[str, Any]:
               "options": {"exclude": opts.exclude, "since": opts.since, "until": opts.until,
                           "max_change_lines": opts.max_change_lines, "context_chars": opts.context_chars,
                           "max_candidates": opts.max_candidates, "max_tasks": opts.max_tasks,
-                          "p2p": opts.p2p}}
+                          "p2p": opts.p2p, **({"one_per_pr": True} if opts.one_per_pr else {})}}
     opts.output.with_name(opts.output.name + ".build.json").write_text(json.dumps(report, indent=1) + "\n",
                                                                        encoding="utf-8")
     return report
@@ -335,6 +352,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-candidates", type=int, default=30, help="candidates validated (newest first)")
     parser.add_argument("--max-tasks", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per validation test run")
+    parser.add_argument("--one-per-pr", action="store_true",
+                        help="at most one task per pull request (a squash commit counts as its "
+                             "PR's); the others are counted same_pr, not validated")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -343,7 +363,8 @@ def run(args: argparse.Namespace) -> int:
         steps=args.steps, repo=args.repo, output=args.output, sources_dir=sources,
         requirements=args.requirement, env=args.env, exclude=args.exclude, since=args.since, until=args.until,
         max_change_lines=args.max_change_lines, context_chars=args.context_chars,
-        max_candidates=args.max_candidates, max_tasks=args.max_tasks, timeout=args.timeout))
+        max_candidates=args.max_candidates, max_tasks=args.max_tasks, timeout=args.timeout,
+        one_per_pr=args.one_per_pr))
     sys.stdout.write(json.dumps(report["counts"]) + "\n")
     sys.stdout.write(f"wrote {report['tasks']} tasks to {args.output} (sources in {sources})\n")
     return 0
