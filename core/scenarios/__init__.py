@@ -59,6 +59,7 @@ BUILTIN_DATASET_COMMANDS: dict[str, str] = {
     "implement-change": "core.scenarios.trajectories.implement_change.builder:COMMAND",
     "revise": "core.scenarios.trajectories.revise.builder:COMMAND",
     "pack-roots": "core.scenarios.trajectories.roots:COMMAND",
+    "merge-sets": "core.scenarios.merge_sets:COMMAND",
 }
 
 for _alias, _target in BUILTIN_KINDS.items():
