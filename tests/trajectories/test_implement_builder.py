@@ -127,3 +127,9 @@ def test_one_per_pr_keeps_one_task_of_a_pull_request_and_its_squash_commit(tmp_p
         steps=steps, repo=str(root), output=tmp_path / "all.jsonl", sources_dir=tmp_path / "s2",
         timeout=120, show_progress=False))
     assert every["counts"]["kept"] == 3 and "same_pr" not in every["counts"]
+    assert "not_mainline" not in every["counts"]
+    main = build_implement_tasks(ImplementOptions(
+        steps=steps, repo=str(root), output=tmp_path / "main.jsonl", sources_dir=tmp_path / "s3",
+        timeout=120, show_progress=False, mainline_only=True))
+    assert [t["repo"]["commit"] for t in read_jsonl(tmp_path / "main.jsonl")] == [squash]
+    assert main["counts"]["not_mainline"] == 2 and main["counts"]["candidates"] == 1

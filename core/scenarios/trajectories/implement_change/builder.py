@@ -27,7 +27,8 @@ repo kind's :func:`~core.scenarios.repo.env.ensure_env` creates and caches it).
    shown file has -- already in the message or the pull-request title, or a change that leaves
    every shown file as it is. The before-files themselves are the task, not a leak). The
    report's ``leaks`` block counts masked and dropped tasks per reason.
-   With ``--one-per-pr`` a candidate of a pull request that already has a task is not
+   With ``--mainline-only`` a step only a pull-request ref reaches is not a candidate
+   (``not_mainline``). With ``--one-per-pr`` a candidate of a pull request that already has a task is not
    validated (``same_pr``): a squash-merged PR's change is in the history as its branch's
    commits and again as the squash commit (``(#N)`` ending its subject,
    :func:`..pulls.pull_number_of`), and a PR's later commits repeat its earlier ones' tests.
@@ -97,6 +98,7 @@ class ImplementOptions:
     p2p: int = 10
     timeout: float = 600.0
     one_per_pr: bool = False
+    mainline_only: bool = False
     show_progress: bool = True
 
 
@@ -111,6 +113,8 @@ def _reason(step: dict[str, Any], repo: GitRepo, opts: ImplementOptions) -> str:
         return "root_commit"
     if not in_window(commit_time(step["committed_at"]), opts.since, opts.until):
         return "outside_window"
+    if opts.mainline_only and not step.get("on_mainline", True):
+        return "not_mainline"
     if step["diff_truncated"]:
         return "diff_truncated"
     if not any(f["path"].endswith(".py") for f in step["files"] if f["is_test"]):
@@ -239,7 +243,9 @@ def build_implement_tasks(opts: ImplementOptions) -> dict[str, Any]:
     opts.output.parent.mkdir(parents=True, exist_ok=True)
     opts.output.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in tasks), encoding="utf-8")
     report = {"builder": "ianvs dataset implement-change", "tasks": len(tasks),
-              "counts": {k: counts.get(k, 0) for k in (*STEP_REASONS, "candidates", "not_validated",
+              "counts": {k: counts.get(k, 0) for k in (*STEP_REASONS[:3],
+                                                       *("not_mainline",) * opts.mainline_only,
+                                                       *STEP_REASONS[3:], "candidates", "not_validated",
                                                        "over_limit",
                                                        *("same_pr",) * opts.one_per_pr,
                                                        *VALIDATION_REASONS)},
@@ -250,7 +256,8 @@ def build_implement_tasks(opts: ImplementOptions) -> dict[str, Any]:
               "options": {"exclude": opts.exclude, "since": opts.since, "until": opts.until,
                           "max_change_lines": opts.max_change_lines, "context_chars": opts.context_chars,
                           "max_candidates": opts.max_candidates, "max_tasks": opts.max_tasks,
-                          "p2p": opts.p2p, **({"one_per_pr": True} if opts.one_per_pr else {})}}
+                          "p2p": opts.p2p, **({"one_per_pr": True} if opts.one_per_pr else {}),
+                          **({"mainline_only": True} if opts.mainline_only else {})}}
     opts.output.with_name(opts.output.name + ".build.json").write_text(json.dumps(report, indent=1) + "\n",
                                                                        encoding="utf-8")
     return report
@@ -355,6 +362,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--one-per-pr", action="store_true",
                         help="at most one task per pull request (a squash commit counts as its "
                              "PR's); the others are counted same_pr, not validated")
+    parser.add_argument("--mainline-only", action="store_true",
+                        help="only commits of the mainline (not_mainline: reachable only from a "
+                             "pull-request ref), so windows whose PR refs differ compare alike")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -364,7 +374,7 @@ def run(args: argparse.Namespace) -> int:
         requirements=args.requirement, env=args.env, exclude=args.exclude, since=args.since, until=args.until,
         max_change_lines=args.max_change_lines, context_chars=args.context_chars,
         max_candidates=args.max_candidates, max_tasks=args.max_tasks, timeout=args.timeout,
-        one_per_pr=args.one_per_pr))
+        one_per_pr=args.one_per_pr, mainline_only=args.mainline_only))
     sys.stdout.write(json.dumps(report["counts"]) + "\n")
     sys.stdout.write(f"wrote {report['tasks']} tasks to {args.output} (sources in {sources})\n")
     return 0
