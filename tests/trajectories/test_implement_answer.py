@@ -41,6 +41,23 @@ def test_whole_files(root: Path) -> None:
     assert parse_change(heading, root, []).edits == {"pkg/calc.py": NEW}
 
 
+def test_a_file_holding_fences_is_read_back_whole(root: Path) -> None:
+    """A Markdown file (or a docstring's example) holds ``` lines: the whole-file form fences it
+    with more backticks, and the parser closes a block only at its own fence (networkx's
+    ``doc/backends.md`` was cut at its first inner fence before)."""
+    doc = "# Backends\n\n```python\nimport networkx\n```\n\nText with ````four```` too.\n"
+    reply = whole_files_reply({"pkg/calc.py": NEW, "doc/guide.md": doc, "doc/empty.txt": ""})
+    assert "`````python\n# Backends" in reply
+    parsed = parse_change(reply, root, ["tests/test_calc.py"])
+    # an empty file stays empty (no newline added: toolz's empty tests/__init__.py)
+    assert parsed.edits == {"pkg/calc.py": NEW, "doc/guide.md": doc, "doc/empty.txt": ""}
+    # a model that fences such a file with ``` gets what its fence says: the block ends at the
+    # first bare ``` line (an opening line with an info string does not close it)
+    short = f"FILE: doc/guide.md\n```markdown\n{doc}```\n"
+    assert parse_change(short, root, []).edits["doc/guide.md"] == \
+        "# Backends\n\n```python\nimport networkx\n"
+
+
 def test_unified_diff_gives_the_same_edits(root: Path, tmp_path: Path) -> None:
     diff = _git_diff(root, NEW, tmp_path)
     for reply in (f"```diff\n{diff}```\n", diff):

@@ -62,7 +62,8 @@ def test_scores(tasks) -> None:
 
 
 #: sizes after the leak check dropped 3 ELI5 and 1 toolz revisions already in their previous diff
-SHIPPED = {"eli5_revise.jsonl": 340, "toolz_revise.jsonl": 382, "revise_subset.jsonl": 3}
+SHIPPED = {"eli5_revise.jsonl": 340, "toolz_revise.jsonl": 382, "revise_subset.jsonl": 3,
+           "networkx_revise.jsonl": 60}
 
 
 def test_shipped_sets_gold() -> None:
@@ -80,9 +81,27 @@ def test_shipped_sets_gold() -> None:
             for rec in recs:
                 assert score_revision(kind.reference(rec), rec)["exact_match"] == 1.0
             assert {r["grading"] for r in recs} == {"tests", "similarity"}
+        elif name == "networkx_revise.jsonl":  # two windows merged, graded by similarity
+            report = json.loads((data / f"{name}.build.json").read_text())
+            assert [p["tasks"] for p in report["parts"]] == [30, 30]
+            assert all(p["build"]["grading"]["tests"] == 0 for p in report["parts"])
+            assert {r["grading"] for r in recs} == {"similarity"}
         else:
             report = json.loads((data / f"{name}.build.json").read_text())
             assert report["grading"]["tests"] == sum(r["grading"] == "tests" for r in recs) > 0
+
+
+def test_every_shipped_revision_reads_back_exactly() -> None:
+    """The gold control of every similarity-graded task of every shipped set, through the reply
+    parser: the real revision as whole files scores exact_match 1 and edit_chrf 100 (a file
+    holding fences of its own once broke this: fenced_file)."""
+    kind = get_kind("revise")
+    data = BENCH / "revise" / "data"
+    for name in SHIPPED:
+        for rec in kind.read(data / name):
+            if rec["grading"] == "similarity":
+                scored = score_revision(kind.reference(rec), rec)
+                assert (scored["exact_match"], scored["edit_chrf"]) == (1.0, 100.0), (name, rec["id"])
 
 
 @pytest.mark.slow

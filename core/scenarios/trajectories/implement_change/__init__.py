@@ -12,6 +12,7 @@ repo kind's views, environment and sandboxed runs (:mod:`core.scenarios.repo.exe
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,10 +27,19 @@ RECORD_FIELDS = {"task_id", "kind", "repo", "env", "file", "message", "pull_requ
                  "files", "context", "reference_files", "reference_patch", "test_files", "tests", "metadata"}
 
 
+def fenced_file(path: str, text: str) -> str:
+    """One file in the whole-file form: ``FILE: <path>`` and a fenced block holding ``text``
+    (a final newline added, except to an empty file). The fence has more backticks than the longest run in ``text``
+    (at least three), so a file that holds fences itself -- Markdown, a docstring with an
+    example -- is read back whole (:mod:`.answer` closes a block only at its own fence)."""
+    text = text if not text or text.endswith("\n") else text + "\n"
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return prompts.FILE.format(path=path, text=text, fence="`" * max(3, longest + 1))
+
+
 def whole_files_reply(files: Mapping[str, str]) -> str:
     """A reply giving ``files`` (path -> text) in the whole-file form the prompt asks for."""
-    return "".join(prompts.FILE.format(path=p, text=t if t.endswith("\n") else t + "\n")
-                   for p, t in files.items())
+    return "".join(fenced_file(p, t) for p, t in files.items())
 
 
 def _check(record: Mapping[str, Any], source: str | None, line: int | None) -> None:
@@ -81,8 +91,7 @@ class ImplementChangeKind(TaskKind):
 
     def messages(self, record: Mapping[str, Any]) -> list[dict[str, str]]:
         title = record.get("pull_request_title") or ""
-        files = "".join(prompts.FILE.format(path=p, text=t if t.endswith("\n") else t + "\n")
-                        for p, t in record["context"].items())
+        files = "".join(fenced_file(p, t) for p, t in record["context"].items())
         return [{"role": "system", "content": prompts.SYSTEM},
                 {"role": "user", "content": prompts.USER.format(
                     repo=record["repo"]["name"], message=record["message"],

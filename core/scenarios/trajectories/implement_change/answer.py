@@ -45,7 +45,10 @@ __all__ = ["ParsedChange", "parse_change", "FAILURE_KINDS", "TestSide"]
 FAILURE_KINDS = ("malformed_diff", "diff_does_not_apply", "no_change", "bad_path")
 _FILE_LINE = re.compile(r"^\s*(?:#+\s*|\*\*)?(?:file(?:name)?\s*:\s*)?`?(?P<path>[\w./][\w./-]*)`?\**\s*:?\s*$",
                         re.IGNORECASE)
-_FENCE = re.compile(r"^```[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)(?:^```[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+#: a fenced block: three or more backticks, closed only by the same fence (CommonMark), so a
+#: file holding a shorter fence (Markdown, a docstring's example) stays one block
+_FENCE = re.compile(r"^(?P<fence>`{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)(?:^(?P=fence)[ \t]*$|\Z)",
+                    re.MULTILINE | re.DOTALL)
 _DIFF_HEADER = re.compile(r"^(?:diff --git |--- (?:a/)?\S)", re.MULTILINE)
 
 

@@ -15,7 +15,9 @@ FILE: <path>
 followed by one fenced code block holding the whole file. (A unified diff in one ```diff block is
 accepted too.) Do not change the tests."""
 
+#: one file shown or given whole; ``fence`` is three or more backticks, more than any run in
+#: ``text`` (``implement_change.fenced_file``), so a file holding fences itself stays one block
 FILE = """FILE: {path}
-```python
-{text}```
+{fence}python
+{text}{fence}
 """

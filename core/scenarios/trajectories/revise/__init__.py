@@ -24,8 +24,7 @@ from core.common.class_factory import ClassFactory
 from core.common.errors import DatasetError
 from core.scenarios.base import (TASK_KIND, MetricFn, TaskKind, finish_record, reject_unknown,
                                  require_object, require_str)
-from core.scenarios.trajectories.implement_change import whole_files_reply
-from core.scenarios.trajectories.implement_change.prompts import FILE
+from core.scenarios.trajectories.implement_change import fenced_file, whole_files_reply
 from core.scenarios.trajectories.revise import prompts
 
 FIELDS = {"id", "grading", "repo", "commit", "committed_at", "pull_request", "previous", "feedback", "message",
@@ -106,8 +105,7 @@ class ReviseKind(TaskKind):
     def messages(self, record: Mapping[str, Any]) -> list[dict[str, str]]:
         prev = record["previous"]
         diff = prev["diff"] if prev["diff"].endswith("\n") else prev["diff"] + "\n"
-        files = "".join(FILE.format(path=p, text=t if t.endswith("\n") else t + "\n")
-                        for p, t in record["files"].items())
+        files = "".join(fenced_file(p, t) for p, t in record["files"].items())
         feedback = prompts.FEEDBACK.format(comments=record["feedback"]) if record.get("feedback") else ""
         return [{"role": "system", "content": prompts.SYSTEM},
                 {"role": "user", "content": prompts.USER.format(
