@@ -133,3 +133,31 @@ def test_one_per_pr_keeps_one_task_of_a_pull_request_and_its_squash_commit(tmp_p
         timeout=120, show_progress=False, mainline_only=True))
     assert [t["repo"]["commit"] for t in read_jsonl(tmp_path / "main.jsonl")] == [squash]
     assert main["counts"]["not_mainline"] == 2 and main["counts"]["candidates"] == 1
+
+
+def test_max_test_seconds_drops_a_change_whose_parent_is_slow(tmp_path: Path) -> None:
+    """The parent's code sleeps where the commit's returns at once (a hang the change fixes):
+    with ``--max-test-seconds`` under that sleep the candidate is counted ``slow_tests``, since
+    every model sample that does not fix it would wait as long; without it, it is kept."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    slow = CALC + "\n\ndef wait():\n    import time\n    time.sleep(4)\n    return 0\n"
+    commit(root, {"LICENSE": MIT, "calc.py": slow, "tests/test_calc.py": TESTS},
+           "Initial adder", "2021-01-01T12:00:00+00:00")
+    fixed = commit(root, {"calc.py": CALC + "\n\ndef wait():\n    return 1\n",
+                          "tests/test_calc.py": TESTS + "\n\ndef test_wait():\n"
+                          "    assert calc.wait() == 1\n"},
+                   "Do not wait", "2021-02-01T12:00:00+00:00")
+    steps = tmp_path / "steps.jsonl"
+    build_trajectories(TrajectoryOptions(repo=str(root), output=steps, show_progress=False))
+    quick = build_implement_tasks(ImplementOptions(
+        steps=steps, repo=str(root), output=tmp_path / "q.jsonl", sources_dir=tmp_path / "s1",
+        timeout=120, show_progress=False, max_test_seconds=2.0))
+    assert quick["counts"]["slow_tests"] == 1 and quick["tasks"] == 0
+    assert quick["options"]["max_test_seconds"] == 2.0
+    every = build_implement_tasks(ImplementOptions(
+        steps=steps, repo=str(root), output=tmp_path / "a.jsonl", sources_dir=tmp_path / "s2",
+        timeout=120, show_progress=False))
+    assert [t["repo"]["commit"] for t in read_jsonl(tmp_path / "a.jsonl")] == [fixed]
+    assert "slow_tests" not in every["counts"]

@@ -28,7 +28,10 @@ repo kind's :func:`~core.scenarios.repo.env.ensure_env` creates and caches it).
    every shown file as it is. The before-files themselves are the task, not a leak). The
    report's ``leaks`` block counts masked and dropped tasks per reason.
    With ``--mainline-only`` a step only a pull-request ref reaches is not a candidate
-   (``not_mainline``). With ``--one-per-pr`` a candidate of a pull request that already has a task is not
+   (``not_mainline``). With ``--max-test-seconds S`` a candidate whose touched tests take
+   longer than S seconds in either tree is dropped (``slow_tests``: a parent that hangs until
+   the timeout would cost that much for every sample that does not fix it). With
+   ``--one-per-pr`` a candidate of a pull request that already has a task is not
    validated (``same_pr``): a squash-merged PR's change is in the history as its branch's
    commits and again as the squash commit (``(#N)`` ending its subject,
    :func:`..pulls.pull_number_of`), and a PR's later commits repeat its earlier ones' tests.
@@ -51,6 +54,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,6 +103,7 @@ class ImplementOptions:
     timeout: float = 600.0
     one_per_pr: bool = False
     mainline_only: bool = False
+    max_test_seconds: float | None = None
     show_progress: bool = True
 
 
@@ -248,6 +253,8 @@ def build_implement_tasks(opts: ImplementOptions) -> dict[str, Any]:
                                                        *STEP_REASONS[3:], "candidates", "not_validated",
                                                        "over_limit",
                                                        *("same_pr",) * opts.one_per_pr,
+                                                       *("slow_tests",) * (opts.max_test_seconds
+                                                                           is not None),
                                                        *VALIDATION_REASONS)},
               "leaks": tally(leaks),
               "steps_file": opts.steps.name,
@@ -257,7 +264,9 @@ def build_implement_tasks(opts: ImplementOptions) -> dict[str, Any]:
                           "max_change_lines": opts.max_change_lines, "context_chars": opts.context_chars,
                           "max_candidates": opts.max_candidates, "max_tasks": opts.max_tasks,
                           "p2p": opts.p2p, **({"one_per_pr": True} if opts.one_per_pr else {}),
-                          **({"mainline_only": True} if opts.mainline_only else {})}}
+                          **({"mainline_only": True} if opts.mainline_only else {}),
+                          **({"max_test_seconds": opts.max_test_seconds}
+                             if opts.max_test_seconds is not None else {})}}
     opts.output.with_name(opts.output.name + ".build.json").write_text(json.dumps(report, indent=1) + "\n",
                                                                        encoding="utf-8")
     return report
@@ -290,8 +299,14 @@ def _validate(step: dict[str, Any], repo: GitRepo, env: Any, opts: ImplementOpti
         runnable = [p for p in test_files if (at_commit / p).is_file()]
         if not runnable:
             return "no_pass_at_commit", None
+        started = time.monotonic()
         after = run_tests(env.python, at_commit, runnable, opts.timeout)
+        middle = time.monotonic()
         before = run_tests(env.python, task_root, runnable, opts.timeout)
+        took = max(middle - started, time.monotonic() - middle)
+        if opts.max_test_seconds is not None and took > opts.max_test_seconds:
+            LOG.info("%s: its tests took %.0f s in one tree", step["id"], took)
+            return "slow_tests", None
         good = _passed(after)
         if not good:
             LOG.info("%s: at the commit %s", step["id"], dict(Counter(after.values())) or "no test ran")
@@ -362,6 +377,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--one-per-pr", action="store_true",
                         help="at most one task per pull request (a squash commit counts as its "
                              "PR's); the others are counted same_pr, not validated")
+    parser.add_argument("--max-test-seconds", type=float, metavar="S",
+                        help="drop a candidate whose tests take longer than S seconds at the commit "
+                             "or at the parent (slow_tests): every model sample runs them")
     parser.add_argument("--mainline-only", action="store_true",
                         help="only commits of the mainline (not_mainline: reachable only from a "
                              "pull-request ref), so windows whose PR refs differ compare alike")
@@ -374,7 +392,8 @@ def run(args: argparse.Namespace) -> int:
         requirements=args.requirement, env=args.env, exclude=args.exclude, since=args.since, until=args.until,
         max_change_lines=args.max_change_lines, context_chars=args.context_chars,
         max_candidates=args.max_candidates, max_tasks=args.max_tasks, timeout=args.timeout,
-        one_per_pr=args.one_per_pr, mainline_only=args.mainline_only))
+        one_per_pr=args.one_per_pr, mainline_only=args.mainline_only,
+        max_test_seconds=args.max_test_seconds))
     sys.stdout.write(json.dumps(report["counts"]) + "\n")
     sys.stdout.write(f"wrote {report['tasks']} tasks to {args.output} (sources in {sources})\n")
     return 0
