@@ -74,6 +74,12 @@ def test_metric_row_from_stored_tries(tmp_path: Path) -> None:
     curves = json.loads((tmp_path / "selfalign_per_try.json").read_text())
     assert curves["align"] == [0.0, 1.0] and curves["hidden_pass@1"] == [0.0, 0.5]
     assert curves["false_alignment"][1] == 0.5
+    # intervals over the 2 tasks: try 1 aligned none (0 wide at 0; no aligned task, so false
+    # alignment has none); try 2 aligned both, one of them wrongly: resampling spans 0..1
+    bands = curves["intervals"]
+    assert bands["align_95"] == [[0.0, 0.0], [1.0, 1.0]]
+    assert bands["false_alignment_95"][0] == [None, None]
+    assert bands["hidden_pass@1_95"][1] == [0.0, 1.0] == bands["false_alignment_95"][1]
     assert (tmp_path / "selfalign_per_try.png").stat().st_size > 1000
     again = selfalign(None, [{}, {}], context, k=[1, 2])   # a re-score: same row, from caches
     assert again == row

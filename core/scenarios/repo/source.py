@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import tarfile
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,28 +122,52 @@ def bundle_tree(spec: str) -> tuple[Path, str] | None:
     return None
 
 
+def _roots_repo(bundle: Path) -> Path:
+    """A bare repository with every ``refs/roots/*`` of ``bundle``, fetched once per bundle
+    content and kept in the cache (``$XDG_CACHE_HOME/ianvs-smart-coding/roots-git/<hash>``), so
+    that reading many roots indexes the bundle once, not once per root."""
+    digest = hashlib.sha256(bundle.read_bytes()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    base = cache / "ianvs-smart-coding" / "roots-git" / digest
+    if (base / "ianvs-complete").is_file():
+        return base
+    base.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=base.parent))
+    try:
+        _git("init", "-q", "--bare", str(tmp))
+        try:
+            _git("--git-dir", str(tmp), "fetch", "-q", str(bundle),
+                 f"{ROOTS_REF}*:{ROOTS_REF}*")
+        except subprocess.CalledProcessError as exc:
+            raise RepoSourceError(f"roots bundle {bundle.name} cannot be read "
+                                  f"({(exc.stderr or '').strip()[:200]})") from exc
+        (tmp / "ianvs-complete").write_text(bundle.name + "\n")
+        try:
+            tmp.rename(base)
+        except OSError:  # another process finished first: use its copy
+            if not (base / "ianvs-complete").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return base
+
+
 def _from_roots_bundle(bundle: Path, name: str, dest: Path) -> RepoSource:
-    """The tree of ``refs/roots/<name>`` in ``bundle``, written to ``dest/<name>`` (through
-    ``git archive``: a scratch repository that fetches that one ref is removed after)."""
+    """The tree of ``refs/roots/<name>`` in ``bundle``, written to ``dest/<name>`` (``git
+    archive`` from the bundle's cached repository, :func:`_roots_repo`)."""
     if not bundle.is_file():
         raise RepoSourceError(f"roots bundle {bundle}: no such file")
-    scratch = dest / ".roots-git"
+    repo = _roots_repo(bundle)
     root = dest / name
     try:
-        _git("init", "-q", "--bare", str(scratch))
-        try:
-            _git("--git-dir", str(scratch), "fetch", "-q", str(bundle),
-                 f"{ROOTS_REF}{name}:{ROOTS_REF}{name}")
-        except subprocess.CalledProcessError as exc:
-            raise RepoSourceError(f"roots bundle {bundle.name} has no root {name!r} "
-                                  f"({(exc.stderr or '').strip()[:200]})") from exc
-        commit = _git("--git-dir", str(scratch), "rev-parse", f"{ROOTS_REF}{name}")
-        archive = subprocess.run(["git", "--git-dir", str(scratch), "archive", "--format=tar",
-                                  commit], check=True, capture_output=True).stdout
-        root.mkdir(parents=True)
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tf:
-            tf.extractall(root, filter="data")
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        commit = _git("--git-dir", str(repo), "rev-parse", "--verify", "-q",
+                      f"{ROOTS_REF}{name}^{{commit}}")
+    except subprocess.CalledProcessError as exc:
+        raise RepoSourceError(f"roots bundle {bundle.name} has no root {name!r}") from exc
+    archive = subprocess.run(["git", "--git-dir", str(repo), "archive", "--format=tar", commit],
+                             check=True, capture_output=True).stdout
+    root.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tf:
+        tf.extractall(root, filter="data")
     return RepoSource(name=name, origin=f"{bundle.name}#{name}", root=root, commit=commit,
                       content_hash=content_hash(root))

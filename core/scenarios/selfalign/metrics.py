@@ -66,7 +66,10 @@ the mutant filter run as one unit (the dataset's ``check`` called on the entry p
 
 It also writes ``selfalign_per_try.json`` (for t = 1..max tries: alignment, hidden pass@1 of
 the code the loop would return when stopped after t tries, false alignment (``null`` when
-nothing aligned), cumulative tokens and wall time per task) and ``selfalign_per_try.png`` (those against the try number), and
+nothing aligned), cumulative tokens and wall time per task, and under ``intervals`` the 95%
+percentile bootstrap interval over tasks of the three shares at each t: ``align_95``,
+``hidden_pass@1_95``, ``false_alignment_95``, each ``[low, high]``, ``null`` where undefined)
+and ``selfalign_per_try.png`` (those against the try number), and
 ``selfalign_per_task.jsonl`` (one line per task). Tasks without a stored try (a generation or
 sandbox failure left them for the next run) are left out and counted in ``unfinished``.
 """
@@ -81,6 +84,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.common.errors import ConfigError
+from core.scenarios.agreement import bootstrap_interval
 from core.scenarios.selfalign.mutants import make_mutants
 from core.scenarios.selfalign.sandbox import (INVALID, SandboxInfraError, SandboxSettings,
                                               UnitRunner)
@@ -527,6 +531,8 @@ def _per_try(workspace: Path, done: list[tuple[Mapping[str, Any], list[TryRecord
     n = len(done)
     curves: dict[str, list[float]] = {"align": [], "hidden_pass@1": [], "false_alignment": [],
                                       "tokens_per_task": [], "wall_s_per_task": []}
+    intervals: dict[str, list[list[float | None]]] = {
+        "align": [], "hidden_pass@1": [], "false_alignment": []}
     for t in range(1, depth + 1):
         stop = [min(t, len(tries)) for _, tries in done]
         passed = [h[s - 1] for h, s in zip(hidden, stop)]
@@ -535,6 +541,15 @@ def _per_try(workspace: Path, done: list[tuple[Mapping[str, Any], list[TryRecord
         curves["hidden_pass@1"].append(_share(sum(passed), n))
         curves["false_alignment"].append(_share(sum(a and not p for a, p in zip(al, passed)),
                                                 sum(al)))
+        pairs = list(zip(al, passed))
+        for name, statistic in (
+                ("align", lambda xs: _share(sum(a for a, _ in xs), len(xs))),
+                ("hidden_pass@1", lambda xs: _share(sum(p for _, p in xs), len(xs))),
+                ("false_alignment", lambda xs: _share(sum(a and not p for a, p in xs),
+                                                      sum(a for a, _ in xs)))):
+            _value, low, high = bootstrap_interval(pairs, statistic)
+            intervals[name].append([None if math.isnan(low) else round(low, 4),
+                                    None if math.isnan(high) else round(high, 4)])
         used = [tries[:s] for (_, tries), s in zip(done, stop)]
         curves["tokens_per_task"].append(_share(sum(x.tokens for u in used for x in u), n))
         curves["wall_s_per_task"].append(_share(sum(x.latency_s + x.sandbox_s
@@ -543,7 +558,9 @@ def _per_try(workspace: Path, done: list[tuple[Mapping[str, Any], list[TryRecord
         plain = {name: [None if math.isnan(v) else v for v in values]  # JSON has no NaN
                  for name, values in curves.items()}
         (workspace / PER_TRY_FILE).write_text(json.dumps(
-            {"tries": list(range(1, depth + 1)), **plain}, indent=1))
+            {"tries": list(range(1, depth + 1)), **plain,
+             "intervals": {f"{name}_95": values for name, values in intervals.items()}},
+            indent=1))
         with (workspace / PER_TASK_FILE).open("w", encoding="utf-8") as fh:
             for (r, tries), h, a in zip(done, hidden, aligned_at):
                 fh.write(json.dumps({
