@@ -42,7 +42,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -50,14 +49,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.common.jsonl import open_append
 from core.generation.cache_key import canonical_json
 from core.scenarios.codegen.examples import examples_unit, prompt_examples
 from core.scenarios.selfalign.loop import (LoopSettings, Responder, _one_try, run_units, shown,
                                            unit_checks)
 from core.scenarios.selfalign.reply import messages, reply_schema
 from core.scenarios.selfalign.sandbox import GRADING, UnitRunner
-from core.scenarios.selfalign.store import TryRecord, read_stored
+from core.scenarios.selfalign.store import TryRecord, append_line, read_stored
 from core.scenarios.selfalign.units import check_unit
 
 logger = logging.getLogger(__name__)
@@ -110,11 +108,7 @@ class _Lines:
         """Append ``row`` durably (flush + fsync) and keep it."""
         line = json.dumps(row, ensure_ascii=False) + "\n"
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open_append(self.path) as fh:
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
+            append_line(self.path, line)
             self._rows[str(row[self.field])] = row
 
 

@@ -90,6 +90,16 @@ class TryRecord:
         return int(self.prompt_tokens or 0) + int(self.completion_tokens or 0)
 
 
+def append_line(path: Path, line: str) -> None:
+    """Append one JSON line to an append-only store durably (flush + fsync); the caller holds
+    the store's lock, so lines of several threads never interleave."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open_append(path) as fh:
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 def read_stored(path: Path, parse: Callable[[dict[str, Any]], T], what: str = "line") -> Iterator[T]:
     """``parse`` of each line of an append-only JSONL store, in order; a line that does not
     read or parse (one cut by a kill) is skipped with a warning naming it -- its work is
@@ -133,9 +143,5 @@ class TryStore:
         """Append ``record`` durably (flush + fsync) and keep it in memory."""
         line = json.dumps(record.to_dict(), ensure_ascii=False) + "\n"
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open_append(self.path) as fh:
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
+            append_line(self.path, line)
             self._keep(record)
