@@ -7,7 +7,8 @@ parts' records in the order given, each part's ``.build.json`` report kept whole
 merged file's report (``parts``: file name, SHA-256, task count, report), so the provenance of
 every task stays with it.
 
-Errors (one line each, nothing written): a part that is missing or not JSON lines, a task id
+Errors (one line each, nothing written): a part that is missing or not JSON lines
+(``DatasetError`` of :func:`core.common.jsonl.iter_jsonl`, naming the line), a task id
 (``id`` or ``task_id``) in two parts or twice in one, or an output that is one of the parts.
 """
 from __future__ import annotations
@@ -20,26 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import ConfigError
+from core.common.jsonl import iter_jsonl
 from core.scenarios.base import DatasetCommand
 
 __all__ = ["merge_sets", "COMMAND"]
-
-
-def _records(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such task file")
-    out = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{lineno}: not JSON ({exc.msg})") from exc
-        if not isinstance(record, dict):
-            raise ConfigError(f"{path}:{lineno}: a task is a JSON object")
-        out.append(record)
-    return out
 
 
 def merge_sets(parts: list[Path], output: Path) -> dict[str, Any]:
@@ -51,7 +36,7 @@ def merge_sets(parts: list[Path], output: Path) -> dict[str, Any]:
     records: list[dict[str, Any]] = []
     report_parts = []
     for path in parts:
-        part = _records(path)
+        part = [record for _line, record in iter_jsonl(path, "task file")]
         for record in part:
             task_id = str(record.get("id") or record.get("task_id") or "")
             if not task_id:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.common.errors import ConfigError
+from core.common.errors import ConfigError, DatasetError
 from core.scenarios.merge_sets import merge_sets
 from tests.runner.conftest import run_cli
 
@@ -43,11 +43,11 @@ def test_overlap_and_bad_parts_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="one of the parts"):
         merge_sets([a], a)
     (tmp_path / "bad.jsonl").write_text('{"id": "z"}\nnot json\n')
-    with pytest.raises(ConfigError, match="bad.jsonl:2"):
+    with pytest.raises(DatasetError, match="bad.jsonl:2: invalid JSON"):
         merge_sets([tmp_path / "bad.jsonl"], tmp_path / "m.jsonl")
     res = run_cli("dataset", "merge-sets", str(a), str(tmp_path / "none.jsonl"), "-o",
                   str(tmp_path / "m.jsonl"), cwd=tmp_path)
-    assert res.returncode != 0 and "none.jsonl: no such task file" in res.stderr
+    assert res.returncode != 0 and "none.jsonl: task file not found" in res.stderr
     assert "Traceback" not in res.stderr
     res = run_cli("dataset", "merge-sets", str(a), "-o", str(tmp_path / "m.jsonl"), cwd=tmp_path)
     assert res.returncode == 0 and "wrote 2 tasks" in res.stdout

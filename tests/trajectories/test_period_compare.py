@@ -44,7 +44,7 @@ def test_bad_files_name_the_line(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-m", "core.scenarios.trajectories.period_compare",
                           str(tmp_path / "none.jsonl"), "--metric", "chrf"],
                          capture_output=True, text=True)
-    assert res.returncode == 2 and "no such scores file" in res.stderr
+    assert res.returncode == 2 and "none.jsonl: scores file not found" in res.stderr
     assert "Traceback" not in res.stderr
     ok = _scores(tmp_path / "ok.jsonl", [1.0, 2.0, 3.0], [2.0, 3.0, 4.0])
     res = subprocess.run([sys.executable, "-m", "core.scenarios.trajectories.period_compare",

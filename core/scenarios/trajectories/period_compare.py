@@ -18,7 +18,6 @@ a period is an error naming its line.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from core.common.errors import ConfigError, IanvsError
+from core.common.jsonl import iter_jsonl
 
 __all__ = ["Comparison", "compare_periods", "main"]
 
@@ -59,13 +59,8 @@ class Comparison:
 
 def _groups(path: Path, metric: str) -> dict[str, list[float]]:
     groups: dict[str, list[float]] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{lineno}: not JSON ({exc.msg})") from exc
+    # a log this project wrote: a score may be NaN (finite=False), as the metrics wrote it
+    for lineno, row in iter_jsonl(path, "scores file", finite=False):
         value, period = row.get(metric), row.get("period")
         if not isinstance(period, str) or not period:
             raise ConfigError(f"{path}:{lineno}: no period", hint="run the metric with periods: "
@@ -93,10 +88,10 @@ def compare_periods(path: Path, metric: str, draws: int = DRAWS,
     """Each period against the one before it on ``metric`` (module docstring).
 
     Raises:
-        ConfigError: the file is missing or malformed, or holds fewer than two periods.
+        ConfigError: a line lacks the period or the metric, or the file holds fewer than two
+            periods.
+        DatasetError: the file is missing or not JSON lines (:func:`iter_jsonl`).
     """
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such scores file")
     groups = _groups(path, metric)
     order = _order(list(groups))
     if len(order) < 2:

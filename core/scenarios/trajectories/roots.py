@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import ConfigError
+from core.common.jsonl import iter_jsonl
 from core.scenarios.base import DatasetCommand
 from core.scenarios.repo.source import ROOTS_REF, bundle_tree, content_hash, materialise
 
@@ -73,15 +74,15 @@ def _git(args: list[str], git_dir: Path, **env: str) -> str:
 
 
 def _read_tasks(path: Path) -> list[dict[str, Any]]:
-    tasks = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            tasks.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{lineno}: not JSON ({exc.msg})") from exc
-    return tasks
+    return [task for _line, task in iter_jsonl(path, "task file")]
+
+
+def _root_of(sources_dir: Path, source: str) -> tuple[str, str]:
+    """``(root name, source spec)`` of a task's ``repo.source``: an archive's name without
+    ``.tar.gz``, or the name after ``#`` of a root already in a bundle."""
+    spec = str(sources_dir / source)
+    inside = bundle_tree(spec)
+    return (inside[1] if inside else source.removesuffix(".tar.gz")), spec
 
 
 def _commit_root(root: Path, git_dir: Path, name: str, scratch: Path) -> None:
@@ -99,12 +100,13 @@ def pack_roots(task_files: list[Path], sources_dir: Path, bundle: Path) -> PackR
     (module docstring). Returns what was done.
 
     Raises:
-        ConfigError: a task's archive is missing or does not match its content hash, two tasks
-            name one root with different contents, or a task file is not JSON lines.
+        ConfigError: a task's archive is missing or does not match its content hash, or two
+            tasks name one root with different contents.
+        DatasetError: a task file is missing or not JSON lines (:func:`iter_jsonl`).
     """
     report = PackReport(bundle)
     files = {path: _read_tasks(path) for path in task_files}
-    wanted: dict[str, tuple[str, Path, str]] = {}  # name -> (hash, source spec, task id)
+    wanted: dict[str, tuple[str, str, str]] = {}  # name -> (hash, source spec, task id)
     for path, tasks in files.items():
         for task in tasks:
             repo = task.get("repo") or {}
@@ -112,28 +114,26 @@ def pack_roots(task_files: list[Path], sources_dir: Path, bundle: Path) -> PackR
             if not source or not want:
                 report.without_root += 1
                 continue
-            inside = bundle_tree(str(sources_dir / source))
-            name = inside[1] if inside else str(source).removesuffix(".tar.gz")
-            spec = inside[0] if inside else sources_dir / source
-            if inside is None and not spec.is_file():
-                raise ConfigError(f"{path}: task {task.get('task_id') or task.get('id')}: no root "
-                                  f"archive {spec}", hint="--sources-dir names the folder the "
-                                  "builder wrote the roots to")
+            task_id = str(task.get("task_id") or task.get("id"))
+            name, spec = _root_of(sources_dir, str(source))
+            if bundle_tree(spec) is None and not Path(spec).is_file():
+                raise ConfigError(f"{path}: task {task_id}: no root archive {spec}",
+                                  hint="--sources-dir names the folder the builder wrote the "
+                                       "roots to")
             old = wanted.get(name)
             if old is not None and old[0] != want:
                 raise ConfigError(f"root {name!r} has two contents: task {old[2]} and task "
-                                  f"{task.get('task_id') or task.get('id')}")
-            wanted[name] = (want, spec if inside is None else Path(f"{spec}#{name}"),
-                            str(task.get("task_id") or task.get("id")))
+                                  f"{task_id}")
+            wanted[name] = (want, spec, task_id)
     with tempfile.TemporaryDirectory(prefix="ianvs-roots-") as tmp:
         work = Path(tmp)
         git_dir = work / "roots.git"
         subprocess.run(["git", "init", "-q", "--bare", str(git_dir)], check=True)
         for name, (want, spec, task_id) in sorted(wanted.items()):
             out = work / "x"
-            src = materialise(str(spec), out)
+            src = materialise(spec, out)
             if src.content_hash != want:
-                raise ConfigError(f"task {task_id}: root {spec.name} has content hash "
+                raise ConfigError(f"task {task_id}: root {Path(spec).name} has content hash "
                                   f"{src.content_hash[:12]}, the task was built from {want[:12]}")
             _commit_root(src.root, git_dir, name, work)
             shutil.rmtree(out)
@@ -159,9 +159,7 @@ def pack_roots(task_files: list[Path], sources_dir: Path, bundle: Path) -> PackR
         for task in tasks:
             repo = task.get("repo") or {}
             if repo.get("source") and repo.get("content_hash"):
-                inside = bundle_tree(str(sources_dir / repo["source"]))
-                name = inside[1] if inside else str(repo["source"]).removesuffix(".tar.gz")
-                repo["source"] = f"{bundle.name}#{name}"
+                repo["source"] = f"{bundle.name}#{_root_of(sources_dir, str(repo['source']))[0]}"
                 count += 1
         tmp_out = path.with_name(path.name + ".tmp")
         tmp_out.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in tasks),
@@ -185,9 +183,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.output.suffix != ".bundle":
         raise ConfigError(f"-o {args.output}: a roots bundle's name ends in .bundle")
-    for path in args.tasks:
-        if not path.is_file():
-            raise ConfigError(f"{path}: no such task file")
     report = pack_roots(list(args.tasks), args.sources_dir, args.output)
     sys.stdout.write(json.dumps(report.as_dict()) + "\n")
     sys.stdout.write(f"packed {len(report.roots)} roots into {args.output} "
