@@ -59,7 +59,7 @@ __all__ = ["CommitTaskOptions", "build_commit_tasks", "outline", "add_arguments"
 
 LOG = logging.getLogger(__name__)
 
-DROP_REASONS = ("merge", "outside_window", "diff_truncated", "diff_too_large", "binary_only",
+DROP_REASONS = ("merge", "outside_window", "not_mainline", "diff_truncated", "diff_too_large", "binary_only",
                 "short_message")
 
 
@@ -175,10 +175,10 @@ def build_commit_tasks(opts: CommitTaskOptions) -> dict[str, Any]:
     tmp = opts.output.with_name(f".{opts.output.name}.tmp")
     tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     tmp.replace(opts.output)
-    reasons = (DROP_REASONS[:2] + ("not_mainline",) * opts.mainline_only + DROP_REASONS[2:])
     report = {"builder": "ianvs dataset commit-messages", "tasks": len(records),
-              "counts": {r: counts.get(r, 0)
-                         for r in (*reasons, "leak_dropped", "kept", "over_limit")},
+              "counts": {r: counts.get(r, 0)  # not_mainline only with its option
+                         for r in (*DROP_REASONS, "leak_dropped", "kept", "over_limit")
+                         if r != "not_mainline" or opts.mainline_only},
               "leaks": leak_report,
               "steps_file": opts.steps.name,
               "steps_sha256": hashlib.sha256(opts.steps.read_bytes()).hexdigest(),

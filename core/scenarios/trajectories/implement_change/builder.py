@@ -78,8 +78,8 @@ __all__ = ["ImplementOptions", "build_implement_tasks", "add_arguments", "run", 
 
 LOG = logging.getLogger(__name__)
 
-STEP_REASONS = ("merge", "root_commit", "outside_window", "diff_truncated", "no_tests_touched", "no_code_change",
-                "change_too_large", "context_too_large")
+STEP_REASONS = ("merge", "root_commit", "outside_window", "not_mainline", "diff_truncated", "no_tests_touched",
+                "no_code_change", "change_too_large", "context_too_large")
 VALIDATION_REASONS = ("no_pass_at_commit", "no_fail_to_pass", "edits_test_side", "policy_refused",
                       "leak_dropped", "kept")
 
@@ -247,15 +247,15 @@ def build_implement_tasks(opts: ImplementOptions) -> dict[str, Any]:
     tasks.sort(key=lambda t: t["committed_at"])
     opts.output.parent.mkdir(parents=True, exist_ok=True)
     opts.output.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in tasks), encoding="utf-8")
+    # the reasons of options not given are left out of the report (earlier reports lack them)
+    unused = {reason for reason, used in (("not_mainline", opts.mainline_only),
+                                          ("same_pr", opts.one_per_pr),
+                                          ("slow_tests", opts.max_test_seconds is not None))
+              if not used}
     report = {"builder": "ianvs dataset implement-change", "tasks": len(tasks),
-              "counts": {k: counts.get(k, 0) for k in (*STEP_REASONS[:3],
-                                                       *("not_mainline",) * opts.mainline_only,
-                                                       *STEP_REASONS[3:], "candidates", "not_validated",
-                                                       "over_limit",
-                                                       *("same_pr",) * opts.one_per_pr,
-                                                       *("slow_tests",) * (opts.max_test_seconds
-                                                                           is not None),
-                                                       *VALIDATION_REASONS)},
+              "counts": {k: counts.get(k, 0) for k in (*STEP_REASONS, "candidates", "not_validated",
+                                                       "over_limit", "same_pr", "slow_tests",
+                                                       *VALIDATION_REASONS) if k not in unused},
               "leaks": tally(leaks),
               "steps_file": opts.steps.name,
               "steps_sha256": hashlib.sha256(opts.steps.read_bytes()).hexdigest(),
