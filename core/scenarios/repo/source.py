@@ -10,6 +10,7 @@ rebuilt and checked against the same tree.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -122,11 +123,19 @@ def bundle_tree(spec: str) -> tuple[Path, str] | None:
     return None
 
 
+@functools.lru_cache(maxsize=16)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    """The first 16 hex digits of the SHA-256 of a file, read once per (path, size, mtime) in
+    this process: each root of a bundle asks for its bundle's digest."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
 def _roots_repo(bundle: Path) -> Path:
     """A bare repository with every ``refs/roots/*`` of ``bundle``, fetched once per bundle
     content and kept in the cache (``$XDG_CACHE_HOME/ianvs-smart-coding/roots-git/<hash>``), so
     that reading many roots indexes the bundle once, not once per root."""
-    digest = hashlib.sha256(bundle.read_bytes()).hexdigest()[:16]
+    stat = bundle.stat()
+    digest = _file_digest(str(bundle), stat.st_size, stat.st_mtime_ns)
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     base = cache / "ianvs-smart-coding" / "roots-git" / digest
     if (base / "ianvs-complete").is_file():
