@@ -45,6 +45,17 @@ def open_append(path: str | Path, binary: bool = False) -> IO[Any]:
     return path.open("ab") if binary else path.open("a", encoding="utf-8")
 
 
+def append_durably(path: Path, text: str) -> None:
+    """Append ``text`` (whole JSON lines) to the line log ``path`` through :func:`open_append`,
+    flushed and fsynced before returning, creating its folder; a writer shared by threads
+    holds its own lock around the call, so their lines never interleave."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open_append(path) as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 class _NonFinite(ValueError):
     """A ``NaN``/``Infinity`` constant met while parsing strict JSON."""
 

@@ -75,7 +75,7 @@ from typing import Any, TypeVar
 
 from core.common import pyast
 from core.common.errors import ConfigError
-from core.common.jsonl import open_append
+from core.common.jsonl import append_durably, open_append
 from core.generation.reference import BROKEN_BODIES
 from core.scenarios.repo.env import RepoEnv, ensure_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
@@ -468,11 +468,7 @@ class RepoUnitRunner:
     def _append(self, key: str, rows: list[dict[str, Any]]) -> None:
         if self.cache_path is None:
             return
-        self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-        with open_append(self.cache_path) as fh:
-            fh.write(json.dumps({"key": key, "units": rows}) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_durably(self.cache_path, json.dumps({"key": key, "units": rows}) + "\n")
 
     def close(self) -> None:
         """Stop the PostgreSQL service if one was started (each run starts and stops its own

@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import IanvsError
-from core.common.jsonl import open_append
+from core.common.jsonl import append_durably
 from core.scenarios.selfalign.units import UnitCheck, ran_nothing
 from core.testenvmanager.sandbox import (ExecRequest, ExecResult, Executor, IsolationLevel,
                                          Outcome, get_executor)
@@ -242,12 +241,7 @@ class UnitRunner:
     def _append(self, rows: list[dict[str, Any]]) -> None:
         if self.cache_path is None or not rows:
             return
-        self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-        with open_append(self.cache_path) as fh:
-            for row in rows:
-                fh.write(json.dumps(row) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_durably(self.cache_path, "".join(json.dumps(row) + "\n" for row in rows))
 
     def close(self) -> None:
         if self._executor is not None:

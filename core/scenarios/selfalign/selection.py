@@ -50,12 +50,13 @@ from pathlib import Path
 from typing import Any
 
 from core.generation.cache_key import canonical_json
+from core.common.jsonl import append_durably
 from core.scenarios.codegen.examples import examples_unit, prompt_examples
 from core.scenarios.selfalign.loop import (LoopSettings, Responder, _one_try, run_units, shown,
                                            unit_checks)
 from core.scenarios.selfalign.reply import messages, reply_schema
 from core.scenarios.selfalign.sandbox import GRADING, UnitRunner
-from core.scenarios.selfalign.store import TryRecord, append_line, read_stored
+from core.scenarios.selfalign.store import TryRecord, read_stored
 from core.scenarios.selfalign.units import check_unit
 
 logger = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ class _Lines:
         """Append ``row`` durably (flush + fsync) and keep it."""
         line = json.dumps(row, ensure_ascii=False) + "\n"
         with self._lock:
-            append_line(self.path, line)
+            append_durably(self.path, line)
             self._rows[str(row[self.field])] = row
 
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
@@ -41,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from core.common.jsonl import open_append
+from core.common.jsonl import append_durably
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -90,16 +89,6 @@ class TryRecord:
         return int(self.prompt_tokens or 0) + int(self.completion_tokens or 0)
 
 
-def append_line(path: Path, line: str) -> None:
-    """Append one JSON line to an append-only store durably (flush + fsync); the caller holds
-    the store's lock, so lines of several threads never interleave."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open_append(path) as fh:
-        fh.write(line)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
 def read_stored(path: Path, parse: Callable[[dict[str, Any]], T], what: str = "line") -> Iterator[T]:
     """``parse`` of each line of an append-only JSONL store, in order; a line that does not
     read or parse (one cut by a kill) is skipped with a warning naming it -- its work is
@@ -143,5 +132,5 @@ class TryStore:
         """Append ``record`` durably (flush + fsync) and keep it in memory."""
         line = json.dumps(record.to_dict(), ensure_ascii=False) + "\n"
         with self._lock:
-            append_line(self.path, line)
+            append_durably(self.path, line)
             self._keep(record)
