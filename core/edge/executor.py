@@ -24,6 +24,12 @@ Contract (beyond :class:`~core.testenvmanager.sandbox.base.Executor`):
   are ``infra_error`` and one warning says so. The executor then remembers that no node is
   there: later runs (other metrics, other test cases share it) do not wait again but return
   ``infra_error`` at once, until a node joins.
+* A run never waits forever on a task that does not come back (a worker frozen while still
+  connected, a task lost in the cluster): when no batch has finished for
+  :meth:`DaskExecutor.stall_limit` seconds (twice the longest pending batch's time budget plus
+  :attr:`DaskExecutor.stall_grace_s`), the pending batches are cancelled and resubmitted once,
+  to the good nodes other than those holding them (one WARNING naming them); if they stall
+  again, or no other node is there, their requests are ``infra_error`` (one WARNING).
 * Every result names the node that graded it (``node``), the backend (``dask:<node backend>``)
   and the isolation achieved there. :attr:`isolation` is the lowest over the good nodes.
 """
@@ -106,6 +112,8 @@ class DaskExecutor(Executor):
     connect_early = True
     #: a batch's results come back together when the node returns the batch
     streams_each_result = False
+    #: seconds added to a stalled run's limit (see :meth:`stall_limit`)
+    stall_grace_s: float = 60.0
 
     @classmethod
     def check_options(cls, options: Mapping[str, Any], base_dir: Path | None = None
@@ -266,6 +274,23 @@ class DaskExecutor(Executor):
             out[node] = ratio if ratio > SLOWDOWN_NOISE else 1.0
         return out
 
+    def stall_limit(self, batches: Iterable[list[ExecRequest]]) -> float:
+        """Seconds without any finished batch after which ``batches`` (the pending ones) count as
+        stalled: twice the longest one's budget (its requests' timeouts summed, scaled by the
+        slowest good node) plus :attr:`stall_grace_s` (start-up, queueing, transfer)."""
+        factor = max(self.slowdown().values(), default=1.0)
+        longest = max((sum(float(r.timeout) for r in batch) for batch in batches), default=0.0)
+        return 2.0 * longest * factor + self.stall_grace_s
+
+    def _holders(self, keys: set[str]) -> set[str]:
+        """Addresses of the workers the scheduler says are processing any of ``keys``."""
+        try:
+            processing = self._client.processing()
+        except Exception as exc:  # noqa: BLE001 - the scheduler may be gone too
+            LOGGER.debug("asking the scheduler what is processing: %s", exc)
+            return set()
+        return {addr for addr, held in processing.items() if keys & {str(k) for k in held}}
+
     # ------------------------------------------------------------------ run
     def run(self, requests: Iterable[ExecRequest]) -> Iterator[ExecResult]:
         if self._closed:
@@ -294,6 +319,9 @@ class DaskExecutor(Executor):
                 yield self._infra(req, self._unavailable)
             return
 
+        stalled_nodes: set[str] = set()  # workers that held a stalled batch: not used again
+        stalls = 0
+
         def submit(index: int) -> None:
             batch = [r for r in batches[index] if r.id in todo]
             if not batch:
@@ -303,12 +331,13 @@ class DaskExecutor(Executor):
             fut = self._client.submit(
                 grade_batch, self.settings.node_backend, dict(self.settings.node_options or {}),
                 batch, self.slowdown(), key=f"ianvs-grade-{uuid.uuid4().hex}", pure=False,
-                workers=list(self._good), allow_other_workers=False, retries=0)
+                workers=[a for a in self._good if a not in stalled_nodes] or list(self._good),
+                allow_other_workers=False, retries=0)
             futures[fut.key] = (fut, index)
             fut.add_done_callback(done.put)
 
         lonely_since: float | None = None
-        last_look = time.monotonic()
+        last_look = last_progress = time.monotonic()
         try:
             if self._good:
                 for index in range(len(batches)):
@@ -320,11 +349,19 @@ class DaskExecutor(Executor):
                     fut = None
                 if fut is not None and fut.key in futures:
                     _, index = futures.pop(fut.key)
+                    last_progress = time.monotonic()
                     yield from self._collect(fut, batches[index], todo)
                 if time.monotonic() - last_look < _POLL_S or not todo:
                     continue
                 last_look = time.monotonic()
                 self._watch()
+                if (futures and lonely_since is None and time.monotonic() - last_progress
+                        > self.stall_limit(batches[i] for _, i in futures.values())):
+                    yield from self._unstall(futures, batches, todo, stalled_nodes,
+                                             stalls == 0, submit)
+                    stalls += 1
+                    last_progress = time.monotonic()
+                    continue
                 if self._good and lonely_since is None:
                     continue
                 if self._good:  # a node (re)joined after all were gone
@@ -350,6 +387,38 @@ class DaskExecutor(Executor):
         finally:
             if futures:
                 self._client.cancel([f for f, _ in futures.values()])
+
+    def _unstall(self, futures: dict[str, tuple[Any, int]], batches: list[list[ExecRequest]],
+                 todo: dict[str, ExecRequest], stalled_nodes: set[str], first: bool,
+                 submit: Any) -> Iterator[ExecResult]:
+        """No batch finished within the stall limit: cancel the pending ones and, the ``first``
+        time, resubmit them to the good nodes other than those the scheduler says hold them
+        (all good nodes when it names none: the tasks were lost, not stuck); on a second stall,
+        or with no node left, their requests are ``infra_error``."""
+        pending = sorted({i for _, i in futures.values()})
+        limit = self.stall_limit(batches[i] for i in pending)
+        holders = self._holders(set(futures))
+        stalled_nodes.update(holders)
+        names = ", ".join(sorted(str(self._good.get(a, {}).get("node", a)) for a in holders)) \
+            or "none named by the scheduler"
+        self._client.cancel([f for f, _ in futures.values()])
+        futures.clear()
+        others = [a for a in self._good if a not in stalled_nodes]
+        if first and others:
+            LOGGER.warning("no batch came back for %.0fs (held by edge node(s): %s); resubmitted "
+                           "%d batch(es) to %s", limit, names, len(pending),
+                           ", ".join(sorted(str(self._good[a]["node"]) for a in others)))
+            for index in pending:
+                submit(index)
+            return
+        why = (f"no batch came back for {limit:.0f}s (held by edge node(s): {names}) "
+               + ("twice" if not first else "and no other good node to resubmit to"))
+        LOGGER.warning("%s: %d sample(s) are infra_error and not counted against the model",
+                       why, sum(1 for i in pending for r in batches[i] if r.id in todo))
+        for index in pending:
+            for req in batches[index]:
+                if todo.pop(req.id, None) is not None:
+                    yield self._infra(req, why)
 
     def _collect(self, fut: Any, batch: list[ExecRequest],
                  todo: dict[str, ExecRequest]) -> Iterator[ExecResult]:

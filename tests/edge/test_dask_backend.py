@@ -287,16 +287,23 @@ def test_unreachable_or_refused_scheduler_is_one_error_before_generation(cluster
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(480)
 def test_killed_ianvs_resumes_without_regrading(cluster, tmp_path: Path) -> None:
     """`ianvs` killed -9 mid-grading and restarted: finished samples are not graded again and
-    executions.jsonl ends with every sample exactly once."""
+    executions.jsonl ends with every sample exactly once. A resumed run that does not finish
+    fails with its own log and the cluster's (the run's limit is below the test's)."""
     job = _job(tmp_path, cluster, subset=False, batch_size=1)
     proc = start_cli("-f", str(job), "--no-progress", "--no-report", cwd=ROOT, group=True)
-    log = kill_when(proc, tmp_path, "executions.jsonl", 30, limit=240, poll=0.02)
+    log = kill_when(proc, tmp_path, "executions.jsonl", 30, limit=180, poll=0.02)
     assert proc.returncode == -signal.SIGKILL, "ianvs finished before it could be killed"
     before = [line for line in log.read_bytes().splitlines(keepends=True) if line.endswith(b"\n")]
     assert 30 <= len(before) < 164
-    done = _ianvs("-f", str(job), "--no-progress", "--no-report", timeout=600)
+    try:
+        done = _ianvs("-f", str(job), "--no-progress", "--no-report", timeout=240)
+    except subprocess.TimeoutExpired as exc:
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr
+        pytest.fail(f"the resumed run did not end in 240 s; its log:\n{(err or '')[-3000:]}"
+                    f"{cluster.log_tails(lines=25)}")
     assert done.returncode == 0, done.stderr[-2000:]
     after = log.read_bytes().splitlines(keepends=True)
     assert after[:len(before)] == before  # nothing rewritten

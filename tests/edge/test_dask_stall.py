@@ -1,0 +1,55 @@
+"""A node that stops answering while still connected (SIGSTOP of its whole process group: the
+scheduler keeps it for minutes) must not hang a run: its batches are resubmitted to the other
+node once, or become ``infra_error`` when no other node is there."""
+from __future__ import annotations
+
+import logging
+import signal
+import time
+
+import pytest
+
+from core.testenvmanager.sandbox import ExecRequest, Outcome
+
+from .helpers import DaskExecutor, edge_cluster, sandbox_options
+
+CHECK = "def check(f):\n    assert f(1) == 1\n"
+
+
+def _requests(n: int) -> list[ExecRequest]:
+    return [ExecRequest(id=f"r{i}", program=f"import time\ndef f(x):\n    time.sleep(0.2)\n"
+                        f"    return x  # {i}\n", test=CHECK, entry_point="f", timeout=2)
+            for i in range(n)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stopped", [("edge1",), ("edge1", "edge2")])
+def test_a_frozen_node_does_not_hang_the_run(stopped: tuple[str, ...],
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    """One node frozen: every request passes, graded once, by the other node, and one warning
+    names the frozen node. Both frozen: every request is ``infra_error`` within the stall limit
+    (twice the batch budget plus the grace), not a hang."""
+    with edge_cluster() as cluster:
+        executor = DaskExecutor(**sandbox_options(cluster, batch_size=1))
+        executor.stall_grace_s = 4.0
+        try:
+            for name in stopped:
+                cluster.kill(name, signal.SIGSTOP)
+            start = time.monotonic()
+            with caplog.at_level(logging.WARNING, logger="core.edge.executor"):
+                results = list(executor.run(_requests(10)))
+            took = time.monotonic() - start
+        finally:
+            for name in stopped:
+                cluster.kill(name, signal.SIGCONT)
+            executor.close()
+    assert sorted(r.id for r in results) == sorted(f"r{i}" for i in range(10))
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    if len(stopped) == 1:
+        assert {r.outcome for r in results} == {Outcome.PASSED}, [r.detail for r in results]
+        assert {r.node for r in results} == {"edge2"}
+        assert any("edge1" in w and "resubmitted" in w for w in warnings), warnings
+    else:
+        assert {r.outcome for r in results} == {Outcome.INFRA_ERROR}
+        assert all("no batch came back" in r.detail for r in results)
+        assert took < 4 * executor.stall_limit([_requests(1)]), took
