@@ -292,7 +292,7 @@ def test_killed_ianvs_resumes_without_regrading(cluster, tmp_path: Path) -> None
     """`ianvs` killed -9 mid-grading and restarted: finished samples are not graded again and
     executions.jsonl ends with every sample exactly once. A resumed run that does not finish
     fails with its own log and the cluster's (the run's limit is below the test's)."""
-    job = _job(tmp_path, cluster, subset=False, batch_size=1)
+    job = _job(tmp_path, cluster, subset=False, batch_size=4)
     proc = start_cli("-f", str(job), "--no-progress", "--no-report", cwd=ROOT, group=True)
     log = kill_when(proc, tmp_path, "executions.jsonl", 30, limit=180, poll=0.02)
     assert proc.returncode == -signal.SIGKILL, "ianvs finished before it could be killed"
