@@ -24,6 +24,8 @@ Contract (beyond :class:`~core.testenvmanager.sandbox.base.Executor`):
   are ``infra_error`` and one warning says so. The executor then remembers that no node is
   there: later runs (other metrics, other test cases share it) do not wait again but return
   ``infra_error`` at once, until a node joins.
+* A worker that does not answer its preparation within :attr:`DaskExecutor.prepare_timeout_s`
+  fails its gold check (named in the warning) and is not asked again while it stays connected.
 * A run never waits forever on a task that does not come back (a worker frozen while still
   connected, a task lost in the cluster): when no batch has finished for
   :meth:`DaskExecutor.stall_limit` seconds (twice the longest pending batch's time budget plus
@@ -39,6 +41,8 @@ import logging
 import queue
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -114,6 +118,8 @@ class DaskExecutor(Executor):
     streams_each_result = False
     #: seconds added to a stalled run's limit (see :meth:`stall_limit`)
     stall_grace_s: float = 60.0
+    #: seconds a worker has to answer its preparation (executor start and gold check)
+    prepare_timeout_s: float = 180.0
 
     @classmethod
     def check_options(cls, options: Mapping[str, Any], base_dir: Path | None = None
@@ -152,6 +158,7 @@ class DaskExecutor(Executor):
         self._bad: dict[str, str] = {}               # node name -> why
         self._seen: dict[str, str] = {}              # worker address -> name, last looked at
         self._unavailable: str | None = None         # why no node is there (decided once)
+        self._silent: set[str] = set()               # worker addresses that did not answer
         try:
             self._client = distributed.Client(
                 self.settings.scheduler, security=security(self.settings.tls, "client"),
@@ -217,19 +224,18 @@ class DaskExecutor(Executor):
         for addr in list(self._good):
             if addr not in workers:
                 del self._good[addr]
-        new = [a for a in workers if a not in self._good]
+        self._silent &= set(workers)  # one that left and came back is asked again
+        new = [a for a in workers if a not in self._good and a not in self._silent]
         if not new:
             return False
-        from .node import prepare_node
-
-        reports = self._client.run(prepare_node, self.settings.node_backend,
-                                   dict(self.settings.node_options or {}), workers=new,
-                                   on_error="return")
+        reports = self._prepare(new)
         added = False
         refused: list[str] = []
         floor = self.settings.min_isolation
         for addr, report in reports.items():
             name = workers.get(addr, addr)
+            if isinstance(report, TimeoutError):
+                self._silent.add(addr)  # not asked again while it stays connected
             if isinstance(report, BaseException):
                 report = {"node": name, "ok": False, "detail": f"{type(report).__name__}: {report}"}
             level = _level(report.get("isolation"))
@@ -252,6 +258,29 @@ class DaskExecutor(Executor):
             LOGGER.warning("edge node(s) refused, below the job's min_isolation=%s, grade "
                            "nothing: %s", floor, ", ".join(sorted(refused)))
         return added
+
+    def _prepare(self, workers: list[str]) -> dict[str, Any]:
+        """Each worker's gold report (or the exception it raised), asked of all at once; a
+        worker that does not answer within :attr:`prepare_timeout_s` gets a ``TimeoutError``
+        (a frozen node must not hang the run; its thread is left to end when it answers)."""
+        from .node import prepare_node
+
+        pool = ThreadPoolExecutor(max_workers=len(workers), thread_name_prefix="ianvs-prepare")
+        asked = {addr: pool.submit(self._client.run, prepare_node, self.settings.node_backend,
+                                   dict(self.settings.node_options or {}), workers=[addr],
+                                   on_error="return") for addr in workers}
+        pool.shutdown(wait=False)
+        deadline = time.monotonic() + self.prepare_timeout_s
+        reports: dict[str, Any] = {}
+        for addr, fut in asked.items():
+            try:
+                reports[addr] = fut.result(timeout=max(0.0, deadline - time.monotonic()))[addr]
+            except FutureTimeout:
+                reports[addr] = TimeoutError(f"no answer to its gold check within "
+                                             f"{self.prepare_timeout_s:g}s")
+            except Exception as exc:  # noqa: BLE001 - the worker left meanwhile, and the like
+                reports[addr] = exc
+        return reports
 
     @property
     def nodes(self) -> list[str]:

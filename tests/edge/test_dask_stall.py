@@ -53,3 +53,29 @@ def test_a_frozen_node_does_not_hang_the_run(stopped: tuple[str, ...],
         assert {r.outcome for r in results} == {Outcome.INFRA_ERROR}
         assert all("no batch came back" in r.detail for r in results)
         assert took < 4 * executor.stall_limit([_requests(1)]), took
+
+
+@pytest.mark.slow
+def test_a_node_frozen_before_its_gold_check_is_refused_not_waited_for(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """edge1 frozen before the executor connects: its gold check times out, it is named in a
+    warning and never given work; the run grades everything on edge2."""
+    monkeypatch.setattr(DaskExecutor, "prepare_timeout_s", 6.0)
+    with edge_cluster() as cluster:
+        cluster.kill("edge1", signal.SIGSTOP)
+        executor = None
+        try:
+            with caplog.at_level(logging.WARNING, logger="core.edge.executor"):
+                start = time.monotonic()
+                executor = DaskExecutor(**sandbox_options(cluster, batch_size=1))
+                took = time.monotonic() - start
+                results = list(executor.run(_requests(4)))
+            assert executor.nodes == ["edge2"]
+        finally:
+            cluster.kill("edge1", signal.SIGCONT)
+            if executor is not None:
+                executor.close()
+    assert took < 60, took
+    assert {r.outcome for r in results} == {Outcome.PASSED} and {r.node for r in results} == {"edge2"}
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("edge1" in w and "within 6s" in w for w in warnings), warnings
