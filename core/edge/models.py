@@ -20,7 +20,10 @@ Contract:
   ``tcp://`` on loopback only), connects (an unreachable scheduler: one-line
   :class:`~core.common.errors.ConfigError`), waits up to ``node_timeout`` for an allowed worker
   and loads the model on every allowed worker present (a task on the node, not in this
-  process); the nodes must report the same model identity. :meth:`describe` is
+  process); the nodes must report the same model identity; a node that has not loaded it
+  within :data:`LOAD_TIMEOUT_S` stops the job with an error naming it (never a silent wait).
+  Not bounded: a node that freezes while generating (its batch waits).
+  :meth:`describe` is
   ``{"generator": "edge_node", "model": <the node generator's identity>, "link": {...}}``.
 * :meth:`generate` sends the requests in batches of ``batch_size``, at most one batch in flight
   per connected allowed node (so a batch's round trip minus the node's own time is the link's and Dask's time, not
@@ -55,6 +58,7 @@ import pickle
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from core.common.errors import ConfigError
@@ -69,6 +73,8 @@ __all__ = ["EdgeNodeGenerator", "load_on_node", "generate_on_node", "release_on_
 
 LOGGER = logging.getLogger(__name__)
 _POLL_S = 0.25
+#: seconds a node has to load its model before the job stops with an error naming it
+LOAD_TIMEOUT_S = 900.0
 DEFAULT_MODEL_BATCH = 4
 
 # -- the node side ---------------------------------------------------------------------------
@@ -266,7 +272,12 @@ class EdgeNodeGenerator(Generator):
         identities: dict[str, Any] = {}
         for addr, fut in futures.items():
             try:
-                report = fut.result()
+                report = fut.result(timeout=LOAD_TIMEOUT_S)
+            except FutureTimeout:
+                raise ConfigError(f"edge_node generator: node {workers[addr]} did not load "
+                                  f"{self.node_generator!r} within {LOAD_TIMEOUT_S:g}s",
+                                  hint="is the node frozen or out of memory? restrict nodes to "
+                                       "the ones that answer") from None
             except Exception as exc:  # noqa: BLE001 - the node's error, named
                 raise ConfigError(f"edge_node generator: node {workers[addr]} could not load "
                                   f"{self.node_generator!r}: {type(exc).__name__}: {exc}",
