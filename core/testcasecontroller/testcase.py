@@ -4,7 +4,9 @@ A test case's folder is ``<workspace>/<job>/<algorithm>/<uuid1>`` as upstream, b
 is *reused* for the same configuration (same algorithm name, modules, urls and
 hyperparameters): ``case.json`` in the folder records the configuration key, so a second
 ``ianvs -f`` finds the folder and resumes from its stored predictions. ``fresh=True``
-always makes a new folder.
+always makes a new folder. Module urls under the working directory enter the key relative to
+it, so a job folder and its workspace copied elsewhere (a shipped archive of a run unpacked in
+another clone) resume and re-score there without running the model again.
 
 Nothing secret is written or logged: hyperparameters under credential-like names are
 redacted in ``case.json``, the rank row and the log lines, and their values are scrubbed from
@@ -105,26 +107,46 @@ class CaseOutcome:
             time=self.time, url=self.case.public_url or self.case.url, folder=self.case.url)
 
 
+def _portable(url: str) -> str:
+    """A module url as the case key sees it: an absolute path inside the working directory as
+    the path relative to it (what a relative ``-f`` gives), anything else as it is. The
+    workspace is relative to the working directory too, so a job folder copied or unpacked
+    elsewhere, with its workspace, keeps its test cases' keys however ``-f`` names it."""
+    if not url or not os.path.isabs(url):
+        return url
+    try:
+        return str(Path(os.path.realpath(url)).relative_to(os.path.realpath(os.getcwd())))
+    except ValueError:
+        return url
+
+
 def _case_key(alg_name: str, algorithm: AlgorithmConfig,
-              combination: dict[str, tuple[ModuleSpec, dict[str, Any]]]) -> str:
+              combination: dict[str, tuple[ModuleSpec, dict[str, Any]]],
+              portable: bool = True) -> str:
+    """The configuration key of a test case; ``portable=False`` gives the key of releases
+    before :func:`_portable` (absolute urls as they were), still matched by
+    :func:`build_testcases` so their workspaces resume."""
     desc = {"algorithm": alg_name, "paradigm": algorithm.paradigm_type,
-            "modules": [[t, s.name, str(s.url or ""), hps]
+            "modules": [[t, s.name, _portable(str(s.url or "")) if portable
+                         else str(s.url or ""), hps]
                         for t, (s, hps) in combination.items()]}
     text = json.dumps(desc, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def _find_case_dir(alg_dir: Path, key: str) -> Path | None:
+def _find_case_dir(alg_dir: Path, *keys: str) -> Path | None:
+    """The folder whose ``case.json`` has the first of ``keys`` that any folder has."""
     if not alg_dir.is_dir():
         return None
+    found: dict[str, Path] = {}
     for candidate in sorted(alg_dir.iterdir()):
         meta = candidate / CASE_FILE
         try:
-            if meta.is_file() and json.loads(meta.read_text())["key"] == key:
-                return candidate
+            if meta.is_file():
+                found.setdefault(json.loads(meta.read_text())["key"], candidate)
         except (ValueError, KeyError, OSError):
             continue
-    return None
+    return next((found[k] for k in keys if k in found), None)
 
 
 def build_testcases(algorithms: list[tuple[str, AlgorithmConfig]], workspace: str,
@@ -147,7 +169,8 @@ def build_testcases(algorithms: list[tuple[str, AlgorithmConfig]], workspace: st
                          algorithm.source)
         for combination in algorithm.combinations():
             key = _case_key(alg_name, algorithm, combination)
-            found = None if fresh else _find_case_dir(Path(alg_url), key)
+            found = None if fresh else _find_case_dir(
+                Path(alg_url), key, _case_key(alg_name, algorithm, combination, portable=False))
             case_id = found.name if found else str(uuid.uuid1())
             url = os.path.join(alg_url, case_id)
             inside_workspace(workspace, url, "the test case folder", algorithm.source)

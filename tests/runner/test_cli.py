@@ -90,6 +90,45 @@ def test_rerun_resumes_without_calling_model(toy: Path) -> None:
     assert len(list((toy / "workspace" / "toyjob" / "toy_alg").iterdir())) == 8
 
 
+def test_a_job_folder_moved_with_its_workspace_resumes(toy: Path, tmp_path: Path,
+                                                      monkeypatch) -> None:
+    """The case key does not depend on where the job folder is: run with an absolute -f,
+    rerun with a relative one, then from a copy of the folder (workspace included) elsewhere:
+    every case is found, the model is not called. A case folder written with the key of the
+    releases before (the absolute url in it) is found too."""
+    import shutil
+
+    first = run_cli("-f", str(toy / "benchmarkingjob.yaml"), "--no-progress", cwd=toy)
+    assert first.returncode == 0, first.stderr
+    again = run_cli("-f", "benchmarkingjob.yaml", "--no-progress", cwd=toy)
+    assert again.returncode == 0 and again.stderr.count("the model is not called") == 4
+    moved = tmp_path / "moved"
+    shutil.copytree(toy, moved)
+    there = run_cli("-f", str(moved / "benchmarkingjob.yaml"), "--no-progress", cwd=moved)
+    assert there.returncode == 0 and there.stderr.count("the model is not called") == 4
+    cases = sorted((moved / "workspace" / "toyjob" / "toy_alg").iterdir())
+    assert len(cases) == 4
+    # the older key: sha256 over the absolute url, as releases before wrote it
+    from core.cmd.job import load_job
+    from core.testcasecontroller.testcase import CASE_FILE, _case_key
+
+    monkeypatch.chdir(moved)   # keys are computed as ianvs run from there computes them
+    job = load_job(moved / "benchmarkingjob.yaml")
+    (name, algorithm), = job.algorithms
+    legacy = {_case_key(name, algorithm, c, portable=False) for c in algorithm.combinations()}
+    portable = {_case_key(name, algorithm, c) for c in algorithm.combinations()}
+    assert legacy.isdisjoint(portable)   # the url is absolute here: the keys differ
+    keyed = {_case_key(name, algorithm, c): _case_key(name, algorithm, c, portable=False)
+             for c in algorithm.combinations()}
+    for case in cases:
+        meta = json.loads((case / CASE_FILE).read_text())
+        meta["key"] = keyed[meta["key"]]
+        (case / CASE_FILE).write_text(json.dumps(meta))
+    old_run = run_cli("-f", str(moved / "benchmarkingjob.yaml"), "--no-progress", cwd=moved)
+    assert old_run.returncode == 0 and old_run.stderr.count("the model is not called") == 4
+    assert len(list((moved / "workspace" / "toyjob" / "toy_alg").iterdir())) == 4
+
+
 def test_one_failing_case_does_not_stop_the_others(toy: Path) -> None:
     (toy / "basemodel.py").write_text((toy / "basemodel.py").read_text().replace(
         "self.scale = int(kwargs.get(\"scale\", 1))",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,25 @@ def test_default_job_killed_and_resumed_on_the_embedded_model(tmp_path: Path) ->
     for t in mine:   # the constrained reply is always the schema's JSON unless cut by max_tokens
         assert t["parse_error"] is None or t["finish_reason"] == "length", t
         assert all(json.dumps(t["messages"]).count(h) == 0 for h in ("def check(candidate)",))
+    assert "embedded model" in res.stdout + res.stderr   # the resumed run loaded it
+    _recomputed_elsewhere_without_the_model(root, tmp_path / "elsewhere", rows)
+
+
+def _recomputed_elsewhere_without_the_model(root: Path, other: Path,
+                                            rows: dict[str, dict[str, str]]) -> None:
+    """The finished run's records, packed as the docs ship them (``tar czf`` of the workspace)
+    and unpacked into another copy of the job folder, give the same rows when the job runs
+    there again, without loading the model (how a reader recomputes a documented run)."""
+    archive = root.parent / "records.tar.gz"
+    subprocess.run(["tar", "czf", str(archive), "-C", str(root), "workspace"], check=True)
+    shutil.copytree(root, other, ignore=shutil.ignore_patterns("workspace"))
+    subprocess.run(["tar", "xzf", str(archive), "-C", str(other)], check=True)
+    res = run_cli("-f", str(other / "benchmarkingjob.yaml"), "--no-progress", cwd=other,
+                  timeout=900)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert "embedded model" not in res.stdout + res.stderr, res.stderr[-2000:]   # never loaded
+    again = _rows(other)
+    assert set(again) == set(rows)
+    for name, row in rows.items():
+        assert {k: v for k, v in again[name].items() if k != "time"} == \
+            {k: v for k, v in row.items() if k != "time"}, name
