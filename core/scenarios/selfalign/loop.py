@@ -80,8 +80,11 @@ class Reply:
     control: str | None = None
 
 
-#: backend errors that are the model's format failure, not the infrastructure's: llama.cpp
-#: refuses a constrained reply it cannot parse back (e.g. one cut by max_tokens mid-string)
+#: backend errors recorded as a parse failure of the try (``server_format``): llama.cpp's chat
+#: endpoint refuses a constrained reply it cannot parse back. Not always the model's failure:
+#: a reply replayed through the completion endpoint with the same schema was valid JSON where
+#: the chat endpoint refused it (docs/proposals/scenarios/smart_coding/selfalign.md, the full
+#: job's greedy row); reading such replies is an open fix
 FORMAT_ERRORS = ("does not match the expected",)
 
 
