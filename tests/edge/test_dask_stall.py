@@ -31,7 +31,7 @@ def test_a_frozen_node_does_not_hang_the_run(stopped: tuple[str, ...],
     (twice the batch budget plus the grace), not a hang."""
     with edge_cluster() as cluster:
         executor = DaskExecutor(**sandbox_options(cluster, batch_size=1))
-        executor.stall_grace_s = 4.0
+        executor.stall_grace_s = 15.0  # generous: a loaded machine must not look stalled
         try:
             for name in stopped:
                 cluster.kill(name, signal.SIGSTOP)
@@ -60,7 +60,7 @@ def test_a_node_frozen_before_its_gold_check_is_refused_not_waited_for(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """edge1 frozen before the executor connects: its gold check times out, it is named in a
     warning and never given work; the run grades everything on edge2."""
-    monkeypatch.setattr(DaskExecutor, "prepare_timeout_s", 6.0)
+    monkeypatch.setattr(DaskExecutor, "prepare_timeout_s", 20.0)  # edge2 answers well within
     with edge_cluster() as cluster:
         cluster.kill("edge1", signal.SIGSTOP)
         executor = None
@@ -78,4 +78,4 @@ def test_a_node_frozen_before_its_gold_check_is_refused_not_waited_for(
     assert took < 60, took
     assert {r.outcome for r in results} == {Outcome.PASSED} and {r.node for r in results} == {"edge2"}
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-    assert any("edge1" in w and "within 6s" in w for w in warnings), warnings
+    assert any("edge1" in w and "within 20s" in w for w in warnings), warnings
