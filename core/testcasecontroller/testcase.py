@@ -134,11 +134,12 @@ def _case_key(alg_name: str, algorithm: AlgorithmConfig,
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def _find_case_dir(alg_dir: Path, *keys: str) -> Path | None:
-    """The folder whose ``case.json`` has the first of ``keys`` that any folder has."""
-    if not alg_dir.is_dir():
-        return None
+def _case_index(alg_dir: Path) -> dict[str, Path]:
+    """``configuration key -> folder`` of the test case folders in ``alg_dir`` (read once per
+    algorithm; an unreadable ``case.json`` is skipped; the first folder by name wins)."""
     found: dict[str, Path] = {}
+    if not alg_dir.is_dir():
+        return found
     for candidate in sorted(alg_dir.iterdir()):
         meta = candidate / CASE_FILE
         try:
@@ -146,7 +147,7 @@ def _find_case_dir(alg_dir: Path, *keys: str) -> Path | None:
                 found.setdefault(json.loads(meta.read_text())["key"], candidate)
         except (ValueError, KeyError, OSError):
             continue
-    return next((found[k] for k in keys if k in found), None)
+    return found
 
 
 def build_testcases(algorithms: list[tuple[str, AlgorithmConfig]], workspace: str,
@@ -167,10 +168,11 @@ def build_testcases(algorithms: list[tuple[str, AlgorithmConfig]], workspace: st
         alg_url = os.path.join(workspace, job_name, alg_name)
         inside_workspace(workspace, alg_url, "the folder of algorithm " + repr(alg_name),
                          algorithm.source)
+        index = {} if fresh else _case_index(Path(alg_url))
         for combination in algorithm.combinations():
             key = _case_key(alg_name, algorithm, combination)
-            found = None if fresh else _find_case_dir(
-                Path(alg_url), key, _case_key(alg_name, algorithm, combination, portable=False))
+            found = index.get(key) or index.get(
+                _case_key(alg_name, algorithm, combination, portable=False))
             case_id = found.name if found else str(uuid.uuid1())
             url = os.path.join(alg_url, case_id)
             inside_workspace(workspace, url, "the test case folder", algorithm.source)
