@@ -164,6 +164,15 @@ def _order(periods: Sequence[str]) -> list[str]:
     return sorted(periods, key=key)
 
 
+def _two_or_more(path: Path, groups: dict[str, list[Any]]) -> list[str]:
+    """The periods of ``groups`` in order (:func:`_order`); ConfigError when fewer than two."""
+    order = _order(list(groups))
+    if len(order) < 2:
+        raise ConfigError(f"{path}: one period only ({', '.join(order) or 'none'})",
+                          hint="the metric needs periods: with a date inside the tasks' range")
+    return order
+
+
 def compare_periods(path: Path, metric: str, draws: int = DRAWS,
                     seed: int = SEED) -> list[Comparison]:
     """Each period against the one before it on ``metric`` (module docstring).
@@ -174,10 +183,7 @@ def compare_periods(path: Path, metric: str, draws: int = DRAWS,
         DatasetError: the file is missing or not JSON lines (:func:`iter_jsonl`).
     """
     groups = _groups(path, metric)
-    order = _order(list(groups))
-    if len(order) < 2:
-        raise ConfigError(f"{path}: one period only ({', '.join(order) or 'none'})",
-                          hint="the metric needs periods: with a date inside the tasks' range")
+    order = _two_or_more(path, groups)
     rng = np.random.default_rng(seed)
     out = []
     for earlier, later in zip(order, order[1:]):
@@ -211,10 +217,7 @@ def adjusted_difference(path: Path, metric: str, sizes: dict[str, float], field:
         ConfigError: as :func:`compare_periods`; a sample's task is not in ``sizes``.
     """
     groups = _groups(path, metric, with_ids=True)
-    order = _order(list(groups))
-    if len(order) < 2:
-        raise ConfigError(f"{path}: one period only ({', '.join(order) or 'none'})",
-                          hint="the metric needs periods: with a date inside the tasks' range")
+    order = _two_or_more(path, groups)
     earlier, later = order[-2], order[-1]
     missing = sorted({t for per in (earlier, later) for t, _v in groups[per] if t not in sizes})
     if missing:
@@ -260,10 +263,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--metric", action="append", required=True,
                         help="a numeric field of the lines (repeatable)")
     parser.add_argument("--adjust-for", metavar="FIELD",
-                        help="also compare within quantile bins of this task field (a number, "
-                             "or a string's bytes, e.g. diff); needs --tasks")
+                        help="also give the difference at equal log(1 + size) of this task "
+                             "field (a number, or a string's bytes, e.g. diff), with its "
+                             "quantile bins; needs --tasks")
     parser.add_argument("--tasks", type=Path, help="the task file the job ran on")
-    parser.add_argument("--bins", type=int, default=4, help="quantile bins (default 4)")
+    parser.add_argument("--bins", type=int, default=4,
+                        help="quantile bins of the size printed with --adjust-for (default 4)")
     args = parser.parse_args(argv)
     if bool(args.adjust_for) != bool(args.tasks):
         parser.error("--adjust-for and --tasks go together")
