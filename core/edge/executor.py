@@ -84,8 +84,13 @@ def _level(value: Any) -> IsolationLevel:
 
 def allowed_workers(client: Any, nodes: Iterable[str] = ()) -> dict[str, str]:
     """The workers connected to ``client``'s scheduler, address -> name, only those named in
-    ``nodes`` when it is not empty."""
-    info = client.scheduler_info(n_workers=-1)
+    ``nodes`` when it is not empty.
+
+    Asks the scheduler directly rather than through ``Client.scheduler_info``: that method
+    refreshes a cache the client's own periodic callback also rewrites (with no workers listed),
+    so read from another thread it can come back empty while every worker is connected (seen in
+    CI as two healthy nodes "leaving" and being prepared again)."""
+    info = client.sync(client.scheduler.identity)
     found = {addr: str(w.get("name", addr)) for addr, w in info.get("workers", {}).items()}
     allowed = set(nodes)
     return {a: n for a, n in found.items() if n in allowed} if allowed else found

@@ -11,7 +11,7 @@ import pytest
 
 from core.testenvmanager.sandbox import ExecRequest, Outcome
 
-from .helpers import DaskExecutor, edge_cluster, sandbox_options
+from .helpers import DaskExecutor, edge_cluster, sandbox_options, tls_options
 
 CHECK = "def check(f):\n    assert f(1) == 1\n"
 
@@ -32,6 +32,7 @@ def test_a_frozen_node_does_not_hang_the_run(stopped: tuple[str, ...],
     with edge_cluster() as cluster:
         executor = DaskExecutor(**sandbox_options(cluster, batch_size=1))
         executor.stall_grace_s = 15.0  # generous: a loaded machine must not look stalled
+        executor.prepare_timeout_s = 20.0  # a node asked again must not hold the run long
         try:
             for name in stopped:
                 cluster.kill(name, signal.SIGSTOP)
@@ -79,3 +80,27 @@ def test_a_node_frozen_before_its_gold_check_is_refused_not_waited_for(
     assert {r.outcome for r in results} == {Outcome.PASSED} and {r.node for r in results} == {"edge2"}
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert any("edge1" in w and "within 20s" in w for w in warnings), warnings
+
+
+def test_connected_nodes_never_read_as_gone() -> None:
+    """``allowed_workers`` asked again and again while the client's own periodic refresh of its
+    scheduler cache runs every few milliseconds: both connected nodes are listed every time.
+    (``Client.scheduler_info`` read from this thread came back with no workers now and then;
+    in CI that made two healthy nodes "leave" mid-run and be prepared again.)"""
+    import dask
+    import distributed
+
+    from core.edge.executor import allowed_workers
+    from core.edge.settings import TlsFiles, security
+
+    with edge_cluster() as cluster:
+        tls = tls_options(cluster)
+        with dask.config.set({"distributed.client.scheduler-info-interval": "5ms"}):
+            client = distributed.Client(cluster.address, set_as_default=False, timeout=60,
+                                        security=security(TlsFiles(**tls), "client"))
+        try:
+            seen = [len(allowed_workers(client)) for _ in range(1500)]
+        finally:
+            client.close(timeout=10)
+    assert seen.count(2) == len(seen), f"{len(seen) - seen.count(2)} of {len(seen)} looks " \
+                                       "saw fewer than the two connected nodes"
