@@ -22,15 +22,39 @@ given seed and decoding a request's output is the same on any instance and threa
 explicitly keeps the earlier shape: one instance on that many threads (more with
 ``instances``). Requests are sent from ``concurrency`` threads; with ``n_parallel`` slots an
 instance batches them.
+
+Two choices in how requests are sent:
+
+* **No prompt cache** (``cache_prompt: false`` in every request). With llama.cpp's default, a
+  slot reuses the cached part of the prompt it shares with the request it served before and
+  evaluates only the rest; the split changes the arithmetic, and at a near-tie a greedy reply
+  changes with it. Measured on a self-align try (2026-11-28): the same request gave one reply on
+  a fresh instance and another right after the task's previous try; with the cache off it gave
+  the fresh reply both times. The price: shared prefixes are evaluated again.
+* **A constrained chat reply the chat endpoint refuses is made again through the completion
+  endpoint.** Given a ``response_format``, llama.cpp's chat endpoint parses its reply back and
+  refuses some replies it produced under that very schema ("does not match the expected
+  peg-native format", ggml-org/llama.cpp#26381), a reply cut at ``max_tokens`` among them, so
+  the caller gets no text. Such a request is asked again with the messages rendered by the
+  server's own chat template (``/apply-template``, the same prompt tokens) and completed under
+  the schema as ``json_schema``, which returns the text as generated (cut or not, with its
+  ``finish_reason``); ``Generation.route`` is then ``completion``. Not every request goes that
+  way: that endpoint's grammar admits more whitespace between JSON tokens, and greedy replies
+  there differ from the chat endpoint's and sometimes run to ``max_tokens`` in whitespace
+  (HumanEval/0's first self-align try did, 2026-11-28), so answers the chat endpoint gives stay
+  its answers.
+
+A thread count other than one can still change a near-tie (the sums are split differently).
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
@@ -204,7 +228,10 @@ class EmbeddedGenerator(Generator):
     def describe(self) -> dict[str, Any]:
         """Model identity: the GGUF's SHA-256 (not its path) and the llama.cpp build."""
         identity = {"generator": self.name, "model_sha256": self._model_sha256,
-                    "backend": f"xllamacpp-{self._xllamacpp_version}", "n_ctx": self.n_ctx}
+                    "backend": f"xllamacpp-{self._xllamacpp_version}", "n_ctx": self.n_ctx,
+                    # answers made with the prompt cache on (or constrained chat through the
+                    # chat endpoint) may differ at near-ties: not reused for these
+                    "requests": REQUEST_SHAPE}
         if self.logprobs:  # answers cached without log-probabilities are not reused then
             identity["logprobs"] = True
         return identity
@@ -229,7 +256,7 @@ class EmbeddedGenerator(Generator):
     def _body(self, request: GenerationRequest, sample_index: int) -> dict[str, Any]:
         d = request.decoding
         body: dict[str, Any] = {"max_tokens": d.max_tokens, "temperature": d.temperature,
-                                "top_p": d.top_p, "stream": False}
+                                "top_p": d.top_p, "stream": False, "cache_prompt": False}
         if d.temperature == 0.0:
             body["top_k"] = 1
         if self.logprobs:
@@ -251,14 +278,22 @@ class EmbeddedGenerator(Generator):
     def _one(self, request: GenerationRequest, sample_index: int, key: str) -> Generation:
         servers = self._require_servers()
         body = self._body(request, sample_index)
+        schema = schema_of(request.response_format)
         index = self._free.get()  # the instance this request has to itself
         started = time.perf_counter()
+        route = None
         try:
             server = servers[index]
             if request.mode == "complete":
                 response = server.handle_completions(body)
             else:
-                response = server.handle_chat_completions(body)
+                try:
+                    response = server.handle_chat_completions(dict(body))
+                except RuntimeError as exc:
+                    if schema is None or not refused_own_reply(str(exc)):
+                        raise
+                    route = "completion"  # made again, read as generated (module docstring)
+                    response = complete_under_schema(server, body, schema)
         except Exception as exc:  # noqa: BLE001 - any backend failure becomes a sample error
             return _error(request, sample_index, key, f"xllamacpp: {exc}", time.perf_counter() - started)
         finally:
@@ -267,7 +302,8 @@ class EmbeddedGenerator(Generator):
         if not isinstance(response, dict) or "choices" not in response:
             detail = response.get("error", response) if isinstance(response, dict) else response
             return _error(request, sample_index, key, f"xllamacpp: {str(detail)[:300]}", latency)
-        return build_generation(request, sample_index, key, response, latency)
+        generation = build_generation(request, sample_index, key, response, latency)
+        return dataclasses.replace(generation, route=route) if route else generation
 
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Generation]:
         model = self.describe()
@@ -277,6 +313,70 @@ class EmbeddedGenerator(Generator):
                 yield self._one(request, index, key)
             return
         yield from run_bounded(self._one, jobs, self.concurrency)
+
+
+#: how this generator sends requests (part of its identity: answers made otherwise are not
+#: reused): no prompt cache; a refused constrained chat reply made again by completion
+REQUEST_SHAPE = "no-prompt-cache;refused-chat-by-completion"
+
+
+def schema_of(response_format: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The JSON schema an OpenAI-style ``response_format`` asks for (``json_object``: any
+    object), or None when it asks for none (absent, or ``{"type": "text"}``)."""
+    if not response_format:
+        return None
+    kind = response_format.get("type")
+    if kind == "json_schema":
+        inner = response_format.get("json_schema") or {}
+        return dict(inner.get("schema") or {})
+    if kind == "json_object":
+        return {"type": "object"}
+    return None
+
+
+#: what llama.cpp's chat endpoint says when it refuses a constrained reply it made
+REFUSED_OWN_REPLY = ("does not match the expected",)
+
+
+def refused_own_reply(message: str) -> bool:
+    """True when ``message`` is the chat endpoint refusing a reply it made under a schema."""
+    return any(marker in message for marker in REFUSED_OWN_REPLY)
+
+
+def complete_under_schema(server: Any, chat_body: Mapping[str, Any],
+                          schema: Mapping[str, Any]) -> Any:
+    """``chat_body`` asked again as its chat-template prompt on the completion endpoint, under
+    ``schema``; the response shaped as a chat one."""
+    body = {k: v for k, v in chat_body.items() if k not in ("messages", "response_format")}
+    body["prompt"] = apply_template(server, list(chat_body["messages"]))
+    body["json_schema"] = dict(schema)
+    return as_chat_response(server.handle_completions(body))
+
+
+def apply_template(server: Any, messages: list[dict[str, str]], timeout_s: float = 60.0) -> str:
+    """``messages`` rendered by ``server``'s own chat template, with the assistant turn opened,
+    exactly as its chat endpoint renders them (its ``/apply-template`` on loopback)."""
+    import requests
+
+    url = f"{str(server.listening_address).rstrip('/')}/apply-template"
+    response = requests.post(url, json={"messages": messages}, timeout=timeout_s)
+    response.raise_for_status()
+    prompt = response.json().get("prompt")
+    if not isinstance(prompt, str):
+        raise ValueError(f"/apply-template answered without a prompt: {response.text[:200]}")
+    return prompt
+
+
+def as_chat_response(response: Any) -> Any:
+    """A completion response shaped as a chat one (the text as the message's content)."""
+    if not isinstance(response, dict) or "choices" not in response:
+        return response
+    choices = []
+    for choice in response["choices"]:
+        shaped = dict(choice)
+        shaped["message"] = {"role": "assistant", "content": choice.get("text") or ""}
+        choices.append(shaped)
+    return {**response, "choices": choices}
 
 
 def _error(request: GenerationRequest, index: int, key: str, message: str, latency: float) -> Generation:

@@ -212,6 +212,10 @@ class Generation:
             crossed the link: ``{"node", "link_s", "bytes_up", "bytes_down"}`` and ``"lost":
             true`` when the node was lost before it answered (then ``error`` says so); None
             for a sample made in this process. ``latency_s`` is then the node's own time.
+        route: how a backend served a request when not the obvious way, else None: the
+            embedded generator's ``completion`` for a constrained chat reply its chat endpoint
+            refused, made again as its chat template's prompt completed under the schema (see
+            :mod:`core.generation.embedded`).
     """
 
     task_id: str
@@ -228,6 +232,7 @@ class Generation:
     min_logprob: float | None = None
     finished_at: float | None = None
     transport: Mapping[str, Any] | None = None
+    route: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -78,13 +78,13 @@ class Reply:
     error: str | None = None
     format_error: str | None = None
     control: str | None = None
+    route: str | None = None  # how the backend served it when not the obvious way (Generation)
 
 
 #: backend errors recorded as a parse failure of the try (``server_format``): llama.cpp's chat
-#: endpoint refuses a constrained reply it cannot parse back. Not always the model's failure:
-#: a reply replayed through the completion endpoint with the same schema was valid JSON where
-#: the chat endpoint refused it (docs/proposals/scenarios/smart_coding/selfalign.md, the full
-#: job's greedy row); reading such replies is an open fix
+#: endpoint refuses a constrained reply it cannot parse back, valid ones included. The embedded
+#: generator asks such a reply again through the completion endpoint and returns its text
+#: (:mod:`core.generation.embedded`); an ``openai`` llama.cpp server still answers this way
 FORMAT_ERRORS = ("does not match the expected",)
 
 
@@ -173,7 +173,8 @@ class GeneratorResponder:
             return Reply(gen.raw_output, structured, gen.prompt_tokens, gen.completion_tokens,
                          gen.latency_s, gen.finish_reason, format_error=gen.error[:300])
         return Reply(gen.raw_output, structured, gen.prompt_tokens, gen.completion_tokens,
-                     gen.latency_s, gen.finish_reason, gen.error)
+                     gen.latency_s, gen.finish_reason, gen.error,
+                     route=getattr(gen, "route", None))
 
     def reply(self, record: Mapping[str, Any], try_index: int, msgs: list[dict[str, str]],
               schema: Mapping[str, Any], sample: int | None = None) -> Reply:
@@ -368,7 +369,7 @@ def _one_try(record: Mapping[str, Any], responder: Responder, runner: Runner, t:
         # but its tokens and latency are what a loop sending it would pay, so they are kept
         reply = Reply(prev.raw_output, prev.structured, prev.prompt_tokens,
                       prev.completion_tokens, prev.latency_s, prev.finish_reason,
-                      control=prev.extra.get("control"))
+                      control=prev.extra.get("control"), route=prev.extra.get("route"))
         extra["repeat_of"] = prev.extra.get("repeat_of", prev.try_)
     elif sample is not None:  # one of several independent samples (:mod:`.selection`)
         reply = given if given is not None else \
@@ -386,6 +387,8 @@ def _one_try(record: Mapping[str, Any], responder: Responder, runner: Runner, t:
         parsed = parse_reply(reply.raw_output, want_code, want_tests)
     if reply.control is not None:
         extra["control"] = reply.control  # a gold control's try: may name hidden tests
+    if reply.route is not None:
+        extra["route"] = reply.route
     if want_code and parsed.code is not None:
         code = repo.final_code(parsed.code, record) if repo.is_repo_record(record) \
             else extract_code(parsed.code, prompt, entry_point)
