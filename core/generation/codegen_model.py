@@ -30,7 +30,7 @@ import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,51 @@ def _other_generator_takes(name: str, generator: str) -> bool:
         except (IanvsError, ImportError):
             continue
     return False
+
+
+def record_identity(folder: Path, identity: Mapping[str, Any]) -> None:
+    """Write ``identity`` to ``folder/model.json`` after :func:`check_same_identity` (which
+    raises when the folder's stored predictions were made by another identity)."""
+    plain = json.loads(json.dumps(identity, default=str))
+    check_same_identity(folder, plain)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "model.json").write_text(json.dumps(plain, indent=2))
+    except OSError as exc:
+        logger.warning("could not write %s: %s", folder / "model.json", exc)
+
+
+def check_same_identity(folder: Path, identity: Mapping[str, Any]) -> None:
+    """Raise :class:`IanvsError` when ``folder`` has stored predictions and its ``model.json``
+    names another identity than ``identity`` (see :meth:`CodegenModel._write_identity`)."""
+    recorded_path, predictions = folder / "model.json", folder / "predictions.jsonl"
+    try:
+        if not recorded_path.is_file() or predictions.stat().st_size == 0:
+            return
+        recorded = json.loads(recorded_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # no predictions, or no readable record of who made them: nothing to compare
+    if recorded == identity:
+        return
+    differs = sorted(_differences(recorded, dict(identity)))
+    raise IanvsError(
+        f"the stored predictions in {folder} were made by another model setup than this "
+        f"run's (differs in: {', '.join(differs) or 'its identity'}); resuming would score "
+        "two setups as one row",
+        source=recorded_path,
+        hint="to redo the job's test cases with the current setup, run 'ianvs -f <job> "
+             "--fresh' (new test-case folders; this one stays); to finish it as it was begun, "
+             "go back to the setup its model.json records")
+
+
+def _differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> Iterator[str]:
+    """Dotted paths of the keys whose values differ between ``old`` and ``new``."""
+    for key in set(old) | set(new):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            yield from _differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            yield f"{prefix}{key}"
 
 
 class CodegenModel:
@@ -162,18 +207,21 @@ class CodegenModel:
 
     def _write_identity(self, folder: Path) -> None:
         """``model.json`` in the test case folder: the generator's identity (no secrets: see
-        :meth:`Generator.describe`), the mode and the decoding settings, for reports."""
+        :meth:`Generator.describe`), the mode and the decoding settings, for reports.
+
+        Raises:
+            IanvsError: the folder holds predictions made by a generator of another identity
+                (another model file, llama.cpp build, way of sending requests...): resuming
+                would score two models as one row. Nothing is changed; the message says how to
+                redo the case or go back.
+        """
         assert self._generator is not None
         d = self.decoding
         identity = {"generator": self._generator.describe(), "mode": self.mode,
                     "decoding": {"temperature": d.temperature, "top_p": d.top_p,
                                  "max_tokens": d.max_tokens, "seed": d.seed, "n": d.n,
                                  "stop": list(d.stop) if d.stop else None}}
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "model.json").write_text(json.dumps(identity, indent=2, default=str))
-        except OSError as exc:
-            logger.warning("could not write %s: %s", folder / "model.json", exc)
+        record_identity(folder, identity)
 
     def train(self, train_data: Any = None, **kwargs: Any) -> None:
         """Nothing to train: generation only."""

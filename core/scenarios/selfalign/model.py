@@ -57,6 +57,7 @@ is in ``selfalign_tries.jsonl`` (:mod:`.store`), the model-written tests' sandbo
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Mapping
@@ -67,7 +68,7 @@ from typing import Any
 from core.common.errors import ConfigError, suggest
 from core.common.progress import progress_bar
 from core.generation import create_generator, generator_parameters
-from core.generation.codegen_model import DECODING_KEYS, CodegenModel
+from core.generation.codegen_model import DECODING_KEYS, CodegenModel, record_identity
 from core.generation.types import DecodingSettings
 from core.scenarios.selfalign import repo
 from core.scenarios.selfalign.loop import (ControlResponder, GenerationFailed,
@@ -279,6 +280,12 @@ class SelfAlignModel:
         workspace = Path(context.workspace)
         if self._responder is None:
             self._responder = self._make_responder()
+            # who answers, and how the loop asks: a resumed case must not mix two of them
+            record_identity(workspace, {"responder": self._responder.describe(),
+                                        "loop": self.loop.describe(),
+                                        "structured": self.structured,
+                                        "selection": (dataclasses.asdict(self.selection)
+                                                      if self.selection else None)})
         if self.selection is not None:
             return self._predict_selection(records, context, workspace, self.selection)
         store = TryStore(workspace / TRIES_FILE)
