@@ -22,7 +22,6 @@ Contract:
   and loads the model on every allowed worker present (a task on the node, not in this
   process); the nodes must report the same model identity; a node that has not loaded it
   within :data:`LOAD_TIMEOUT_S` stops the job with an error naming it (never a silent wait).
-  Not bounded: a node that freezes while generating (its batch waits).
   :meth:`describe` is
   ``{"generator": "edge_node", "model": <the node generator's identity>, "link": {...}}``.
 * :meth:`generate` sends the requests in batches of ``batch_size``, at most one batch in flight
@@ -39,6 +38,15 @@ Contract:
   never dropped -- with one warning; later calls do not wait again (their requests are lost at
   once) until an allowed node joins. The cloud-edge model turns such an edge answer into
   :class:`~core.common.errors.ModelUnavailable`, which the paradigm routes to the cloud.
+* **A node that stops answering but stays connected** (frozen, swapped out): when no batch has
+  come back for the longest pending batch's budget (its ``max_tokens`` x samples at
+  :attr:`EdgeNodeGenerator.min_tokens_per_s`, one token a second) plus
+  :attr:`~EdgeNodeGenerator.stall_grace_s` (two minutes: a model loading on a node that joined),
+  the batches in flight are cancelled and sent once more to the allowed nodes other than those
+  the scheduler says hold them (one warning naming them); the nodes that stalled get nothing
+  more in this call. A second stall, or no other node, and their requests come back with
+  ``error`` saying so and ``transport.lost: true`` (retried by the next run, routed to the cloud
+  by the cloud-edge model). A call never waits forever on one node.
 * ``link_delay_ms`` / ``link_rate_kbps`` emulate the link in this process: the client reaches the
   scheduler through a :class:`~core.edge.relay.LinkRelay` that delays every byte by the delay
   each way and paces it to the rate, so requests and answers (which come back through the
@@ -58,6 +66,7 @@ import pickle
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
@@ -76,6 +85,8 @@ _POLL_S = 0.25
 #: seconds a node has to load its model before the job stops with an error naming it
 LOAD_TIMEOUT_S = 900.0
 DEFAULT_MODEL_BATCH = 4
+#: seconds :meth:`EdgeNodeGenerator.close` waits for the nodes to release the model
+RELEASE_TIMEOUT_S = 30.0
 
 # -- the node side ---------------------------------------------------------------------------
 _NODE_LOCK = threading.Lock()
@@ -297,6 +308,17 @@ class EdgeNodeGenerator(Generator):
     def describe(self) -> dict[str, Any]:
         return {"generator": self.name, "model": self._identity, "link": dict(self.link)}
 
+    #: generation slower than this many tokens a second counts as a stalled node
+    min_tokens_per_s: float = 1.0
+    #: seconds added to a batch's budget before it counts as stalled (a model loading on a
+    #: node that joined mid-run, a slow link)
+    stall_grace_s: float = 120.0
+
+    def _budget(self, batch: Sequence[GenerationRequest]) -> float:
+        """Seconds a batch may take: its tokens at :attr:`min_tokens_per_s`."""
+        tokens = sum(r.decoding.max_tokens * len(r.sample_indices) for r in batch)
+        return tokens / self.min_tokens_per_s
+
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Generation]:
         todo = list(requests)
         size = self.settings.batch_size
@@ -310,6 +332,9 @@ class EdgeNodeGenerator(Generator):
             answered.set()
 
         lost_since: float | None = None
+        stalled: set[str] = set()       # worker addresses that held a stalled batch
+        stalls = 0
+        last_progress = time.monotonic()
         while batches or inflight:
             workers = self._watch()
             if not workers and inflight:
@@ -319,11 +344,17 @@ class EdgeNodeGenerator(Generator):
                     fut.cancel()
                     batches.insert(0, batch)
                 inflight.clear()
-            while batches and len(inflight) < len(workers):
+            targets = [a for a in workers if a not in stalled]
+            if workers and not targets and not inflight:  # every node here stalled already
+                yield from self._stalled(batches, "every allowed node stalled in this call")
+                return
+            while batches and len(inflight) < len(targets):
                 batch = batches.pop(0)
+                where = targets if stalls else (list(self.settings.nodes) or None)
+                if not inflight:
+                    last_progress = time.monotonic()
                 fut = self._client.submit(generate_on_node, self.node_generator,
-                                          self.node_params, batch,
-                                          workers=list(self.settings.nodes) or None,
+                                          self.node_params, batch, workers=where,
                                           allow_other_workers=False, pure=False)
                 inflight[fut] = (batch, time.perf_counter())
                 # the moment the answer arrived, not when this loop next looks (a look at the
@@ -335,7 +366,16 @@ class EdgeNodeGenerator(Generator):
                 rtt = arrived.pop(fut.key, time.perf_counter()) - sent
                 yield from self._answers(fut, batch, rtt)
             if done:
+                last_progress = time.monotonic()
                 continue
+            if inflight and workers:
+                limit = max(self._budget(b) for b, _ in inflight.values()) + self.stall_grace_s
+                if time.monotonic() - last_progress > limit:
+                    yield from self._unstall(inflight, batches, workers, stalled, limit,
+                                             first=stalls == 0)
+                    stalls += 1
+                    last_progress = time.monotonic()
+                    continue
             if workers:
                 lost_since = None
                 self._unavailable = None
@@ -375,6 +415,51 @@ class EdgeNodeGenerator(Generator):
                          "bytes_down": len(pickle.dumps(gen.to_dict()))}
             yield Generation.from_dict({**gen.to_dict(), "transport": transport})
 
+    def _unstall(self, inflight: dict[Any, tuple[list[GenerationRequest], float]],
+                 batches: list[list[GenerationRequest]], workers: Mapping[str, str],
+                 stalled: set[str], limit: float, first: bool) -> Iterator[Generation]:
+        """No batch came back within ``limit``: cancel the batches in flight; the ``first``
+        time, send them again (first in the queue) to the allowed nodes other than those the
+        scheduler says hold them (to all when it names none: the tasks were lost, not stuck),
+        else report their requests (module docstring)."""
+        keys = {str(f.key) for f in inflight}
+        try:
+            processing = self._client.processing()
+        except Exception as exc:  # noqa: BLE001 - the scheduler may be gone too
+            LOGGER.debug("edge model: asking the scheduler what is processing: %s", exc)
+            processing = {}
+        holders = {a for a, held in processing.items() if keys & {str(k) for k in held}}
+        stalled.update(holders)
+        names = ", ".join(sorted(workers.get(a, a) for a in holders)) or \
+            "none named by the scheduler"
+        pending = [batch for batch, _sent in inflight.values()]
+        for fut in inflight:
+            fut.cancel()
+        inflight.clear()
+        others = [a for a in workers if a not in stalled]
+        if first and others:
+            LOGGER.warning("edge model: no batch came back for %.0fs (held by node(s): %s); "
+                           "%d batch(es) sent again to %s", limit, names, len(pending),
+                           ", ".join(sorted(workers[a] for a in others)))
+            batches[:0] = pending
+            return
+        yield from self._stalled(pending, f"no answer for {limit:.0f}s from edge node(s) "
+                                          f"{names}" + ("" if first else ", twice"))
+
+    def _stalled(self, batches: list[list[GenerationRequest]], why: str) -> Iterator[Generation]:
+        """Every request of ``batches`` back with ``error`` (an edge node stalled: retried by
+        the next run, never a model failure) and ``transport.lost``; one warning."""
+        why = f"edge node stalled: {why}"
+        count = 0
+        for batch in batches:
+            for request in batch:
+                for index in request.sample_indices:
+                    count += 1
+                    yield Generation(task_id=request.task_id, sample_index=index,
+                                     raw_output="", code="", error=why,
+                                     transport={"node": None, "lost": True})
+        LOGGER.warning("edge model: %d request(s) unanswered (%s)", count, why)
+
     def _lost(self, queued: list[list[GenerationRequest]]) -> Iterator[Generation]:
         allowed = ", ".join(self.settings.nodes) or "any"
         why = self._unavailable or (
@@ -402,9 +487,14 @@ class EdgeNodeGenerator(Generator):
         if self._client is not None:
             try:
                 if self._identity is not None and self._workers():
-                    self._client.run(release_on_node, self.node_generator, self.node_params,
-                                     workers=list(self._workers()), on_error="return")
-            except Exception as exc:  # noqa: BLE001 - closing: the nodes may be gone
+                    # bounded: a frozen node never answers, and closing must not wait for it
+                    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ianvs-release")
+                    asked = pool.submit(self._client.run, release_on_node, self.node_generator,
+                                        self.node_params, workers=list(self._workers()),
+                                        on_error="return")
+                    pool.shutdown(wait=False)
+                    asked.result(timeout=RELEASE_TIMEOUT_S)
+            except Exception as exc:  # noqa: BLE001 - closing: the nodes may be gone or frozen
                 LOGGER.debug("edge model: release on the nodes failed: %s", exc)
             try:
                 self._client.close()

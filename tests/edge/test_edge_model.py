@@ -266,3 +266,47 @@ def test_an_edge_node_lost_mid_run_routes_its_tasks_to_the_cloud(tmp_path: Path,
                   if (json.loads(line)["prediction"][2] or {}).get("lost")]
     assert len(lost_preds) == round(lost * len(records))
     assert all(p[0] is True and p[3] is not None for p in lost_preds)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stopped", [("edge1",), ("edge1", "edge2")])
+def test_a_frozen_node_does_not_hang_generation(stopped: tuple[str, ...], caplog,
+                                                monkeypatch) -> None:
+    """A node frozen (SIGSTOP) after the model loaded, still connected: its batch is sent once
+    more to the other node, which answers everything (one warning names the frozen node);
+    both frozen: every request comes back as stalled (lost, retried by the next run) within
+    the stall limit, and closing does not wait for the frozen nodes."""
+    import signal
+
+    import core.edge.models as models
+
+    monkeypatch.setattr(models, "RELEASE_TIMEOUT_S", 5.0)
+    with edge_cluster(names=("edge1", "edge2")) as cl:
+        gen = _generator(cl)
+        gen.stall_grace_s = 4.0
+        gen.min_tokens_per_s = 1e6  # budget: the grace alone
+        try:
+            for name in stopped:
+                cl.kill(name, signal.SIGSTOP)
+            start = time.monotonic()
+            with caplog.at_level(logging.WARNING, logger=LOG):
+                out = list(gen.generate(_requests(4)))
+            took = time.monotonic() - start
+            closing = time.monotonic()
+            gen.close()
+            closed_in = time.monotonic() - closing
+        finally:
+            for name in stopped:
+                cl.kill(name, signal.SIGCONT)
+            gen.close()
+    assert sorted(g.task_id for g in out) == sorted(r["task_id"] for r in _records(4))
+    warnings = [r.getMessage() for r in caplog.records if r.name == LOG]
+    if len(stopped) == 1:
+        assert all(g.ok for g in out), [g.error for g in out]
+        assert {g.transport["node"] for g in out} == {"edge2"}
+        assert any("edge1" in m and "sent again to edge2" in m for m in warnings), warnings
+    else:
+        assert all(not g.ok and "edge node stalled" in (g.error or "") for g in out)
+        assert all(g.transport == {"node": None, "lost": True} for g in out)
+        assert took < 60, took
+        assert closed_in < 20, closed_in
