@@ -16,9 +16,10 @@ model's other threads spin idle and the whole model slows far more than its fair
 default job took 6.7 times as long with two busy processes beside it). Single-threaded instances
 never wait for each other: a busy core slows only the request on it, and on an idle machine
 they decode several tasks at once. The weights are memory-mapped, so the instances share them;
-each has its own context (KV cache). Outputs do not depend on which instance answers: for a
-given seed and decoding a request's output is the same on any instance and thread count
-(``benchmarks/embedded_instances.py`` checks this beside its timings). ``n_threads`` set
+each has its own context (KV cache). Outputs do not depend on which instance answers nor on
+what it answered before: for a given seed and decoding a request's output is the same on any
+instance (``benchmarks/embedded_instances.py`` checks this beside its timings, and other thread
+counts on its tasks; see below for near-ties). ``n_threads`` set
 explicitly keeps the earlier shape: one instance on that many threads (more with
 ``instances``). Requests are sent from ``concurrency`` threads; with ``n_parallel`` slots an
 instance batches them.
@@ -229,8 +230,8 @@ class EmbeddedGenerator(Generator):
         """Model identity: the GGUF's SHA-256 (not its path) and the llama.cpp build."""
         identity = {"generator": self.name, "model_sha256": self._model_sha256,
                     "backend": f"xllamacpp-{self._xllamacpp_version}", "n_ctx": self.n_ctx,
-                    # answers made with the prompt cache on (or constrained chat through the
-                    # chat endpoint) may differ at near-ties: not reused for these
+                    # answers made with the prompt cache on, or refused replies left unread,
+                    # are not these answers: not reused
                     "requests": REQUEST_SHAPE}
         if self.logprobs:  # answers cached without log-probabilities are not reused then
             identity["logprobs"] = True

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from core.common.errors import IanvsError
 from core.generation.base import Generator
 from core.generation.cache_key import canonical_json
+from core.generation.embedded import REFUSED_OWN_REPLY
 from core.generation.extract import extract_code
 from core.generation.reference import BROKEN_BODIES
 from core.generation.types import DecodingSettings, GenerationRequest
@@ -85,7 +86,7 @@ class Reply:
 #: endpoint refuses a constrained reply it cannot parse back, valid ones included. The embedded
 #: generator asks such a reply again through the completion endpoint and returns its text
 #: (:mod:`core.generation.embedded`); an ``openai`` llama.cpp server still answers this way
-FORMAT_ERRORS = ("does not match the expected",)
+FORMAT_ERRORS = REFUSED_OWN_REPLY
 
 
 class GenerationFailed(IanvsError):
