@@ -54,7 +54,7 @@ from .settings import (MISSING_EXTRA, EdgeSettings, OptionError, check_options, 
                        parse_address, security)
 
 __all__ = ["DaskExecutor", "EdgeConnectionError", "NoGoodNodeError", "NoEdgeNodeError",
-           "allowed_workers"]
+           "allowed_workers", "holders_of"]
 
 LOGGER = logging.getLogger(__name__)
 #: a node whose gold time is within this factor of the fastest counts as equally fast
@@ -94,6 +94,17 @@ def allowed_workers(client: Any, nodes: Iterable[str] = ()) -> dict[str, str]:
     found = {addr: str(w.get("name", addr)) for addr, w in info.get("workers", {}).items()}
     allowed = set(nodes)
     return {a: n for a, n in found.items() if n in allowed} if allowed else found
+
+
+def holders_of(client: Any, keys: set[str]) -> set[str]:
+    """Addresses of the workers ``client``'s scheduler says are processing any of ``keys``
+    (none when the scheduler cannot be asked)."""
+    try:
+        processing = client.processing()
+    except Exception as exc:  # noqa: BLE001 - the scheduler may be gone too
+        LOGGER.debug("asking the scheduler what is processing: %s", exc)
+        return set()
+    return {addr for addr, held in processing.items() if keys & {str(k) for k in held}}
 
 
 def _distributed() -> Any:
@@ -316,15 +327,6 @@ class DaskExecutor(Executor):
         longest = max((sum(float(r.timeout) for r in batch) for batch in batches), default=0.0)
         return 2.0 * longest * factor + self.stall_grace_s
 
-    def _holders(self, keys: set[str]) -> set[str]:
-        """Addresses of the workers the scheduler says are processing any of ``keys``."""
-        try:
-            processing = self._client.processing()
-        except Exception as exc:  # noqa: BLE001 - the scheduler may be gone too
-            LOGGER.debug("asking the scheduler what is processing: %s", exc)
-            return set()
-        return {addr for addr, held in processing.items() if keys & {str(k) for k in held}}
-
     # ------------------------------------------------------------------ run
     def run(self, requests: Iterable[ExecRequest]) -> Iterator[ExecResult]:
         if self._closed:
@@ -431,7 +433,7 @@ class DaskExecutor(Executor):
         or with no node left, their requests are ``infra_error``."""
         pending = sorted({i for _, i in futures.values()})
         limit = self.stall_limit(batches[i] for i in pending)
-        holders = self._holders(set(futures))
+        holders = holders_of(self._client, set(futures))
         stalled_nodes.update(holders)
         names = ", ".join(sorted(str(self._good.get(a, {}).get("node", a)) for a in holders)) \
             or "none named by the scheduler"

@@ -74,7 +74,7 @@ from core.common.errors import ConfigError
 from core.generation.base import Generator
 from core.generation.types import Generation, GenerationRequest
 
-from .executor import allowed_workers
+from .executor import allowed_workers, holders_of
 from .settings import (DEFAULT_NODE_TIMEOUT, MISSING_EXTRA, OptionError, check_options,
                        is_loopback, parse_address, security)
 
@@ -118,6 +118,14 @@ def _node_model(generator: str, params: Mapping[str, Any]) -> Generator:
             model = create_generator(generator, **dict(params))
             _NODE_MODELS[key] = model
         return model
+
+
+def _unanswered(batches: Sequence[Sequence[GenerationRequest]], why: str) -> list[Generation]:
+    """One generation per sample of ``batches`` that no node answered: ``error`` ``why``,
+    ``transport.lost`` (retried by the next run, never a model failure)."""
+    return [Generation(task_id=request.task_id, sample_index=index, raw_output="", code="",
+                       error=why, transport={"node": None, "lost": True})
+            for batch in batches for request in batch for index in request.sample_indices]
 
 
 def load_on_node(generator: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -422,13 +430,7 @@ class EdgeNodeGenerator(Generator):
         time, send them again (first in the queue) to the allowed nodes other than those the
         scheduler says hold them (to all when it names none: the tasks were lost, not stuck),
         else report their requests (module docstring)."""
-        keys = {str(f.key) for f in inflight}
-        try:
-            processing = self._client.processing()
-        except Exception as exc:  # noqa: BLE001 - the scheduler may be gone too
-            LOGGER.debug("edge model: asking the scheduler what is processing: %s", exc)
-            processing = {}
-        holders = {a for a, held in processing.items() if keys & {str(k) for k in held}}
+        holders = holders_of(self._client, {str(f.key) for f in inflight})
         stalled.update(holders)
         names = ", ".join(sorted(workers.get(a, a) for a in holders)) or \
             "none named by the scheduler"
@@ -450,15 +452,9 @@ class EdgeNodeGenerator(Generator):
         """Every request of ``batches`` back with ``error`` (an edge node stalled: retried by
         the next run, never a model failure) and ``transport.lost``; one warning."""
         why = f"edge node stalled: {why}"
-        count = 0
-        for batch in batches:
-            for request in batch:
-                for index in request.sample_indices:
-                    count += 1
-                    yield Generation(task_id=request.task_id, sample_index=index,
-                                     raw_output="", code="", error=why,
-                                     transport={"node": None, "lost": True})
-        LOGGER.warning("edge model: %d request(s) unanswered (%s)", count, why)
+        answers = _unanswered(batches, why)
+        yield from answers
+        LOGGER.warning("edge model: %d request(s) unanswered (%s)", len(answers), why)
 
     def _lost(self, queued: list[list[GenerationRequest]]) -> Iterator[Generation]:
         allowed = ", ".join(self.settings.nodes) or "any"
@@ -467,18 +463,12 @@ class EdgeNodeGenerator(Generator):
             f"{self.settings.scheduler} for node_timeout={self.settings.node_timeout:g}s")
         announce = self._unavailable is None
         self._unavailable = why
-        count = 0
-        for batch in queued:
-            for request in batch:
-                for index in request.sample_indices:
-                    count += 1
-                    yield Generation(task_id=request.task_id, sample_index=index,
-                                     raw_output="", code="", error=why,
-                                     transport={"node": None, "lost": True})
+        answers = _unanswered(queued, why)
+        yield from answers
         if announce:
             LOGGER.warning("edge model: %d request(s) unanswered, reported lost (%s); later "
                            "requests are reported lost at once until an allowed node joins",
-                           count, why)
+                           len(answers), why)
 
     def close(self) -> None:
         if self._closed:

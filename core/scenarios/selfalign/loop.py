@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from core.common.errors import IanvsError
 from core.generation.base import Generator
 from core.generation.cache_key import canonical_json
-from core.generation.embedded import REFUSED_OWN_REPLY
+from core.generation.embedded import refused_own_reply
 from core.generation.extract import extract_code
 from core.generation.reference import BROKEN_BODIES
 from core.generation.types import DecodingSettings, GenerationRequest
@@ -82,11 +82,6 @@ class Reply:
     route: str | None = None  # how the backend served it when not the obvious way (Generation)
 
 
-#: backend errors recorded as a parse failure of the try (``server_format``): llama.cpp's chat
-#: endpoint refuses a constrained reply it cannot parse back, valid ones included. The embedded
-#: generator asks such a reply again through the completion endpoint and returns its text
-#: (:mod:`core.generation.embedded`); an ``openai`` llama.cpp server still answers this way
-FORMAT_ERRORS = REFUSED_OWN_REPLY
 
 
 class GenerationFailed(IanvsError):
@@ -170,7 +165,10 @@ class GeneratorResponder:
 
     @staticmethod
     def _reply(gen: Any, structured: bool) -> Reply:
-        if gen.error and any(marker in gen.error for marker in FORMAT_ERRORS):
+        # llama.cpp's chat endpoint refusing a constrained reply it made (valid ones included):
+        # a parse failure of the try (``server_format``). The embedded generator reads such a
+        # reply through its completion endpoint instead; an ``openai`` llama.cpp server cannot
+        if gen.error and refused_own_reply(gen.error):
             return Reply(gen.raw_output, structured, gen.prompt_tokens, gen.completion_tokens,
                          gen.latency_s, gen.finish_reason, format_error=gen.error[:300])
         return Reply(gen.raw_output, structured, gen.prompt_tokens, gen.completion_tokens,
