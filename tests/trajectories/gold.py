@@ -27,7 +27,8 @@ def gold_and_unchanged(tasks: list[dict[str, Any]], reference: Callable[[dict[st
     out: dict[str, tuple[str, SampleResult, SampleResult]] = {}
     for want, group in by_root.items():
         root = source_root(sources / group[0]["repo"]["source"], want)
-        env = ensure_env(list(group[0].get("env", {}).get("requirements") or []))
+        env = ensure_env(list(group[0].get("env", {}).get("requirements") or []),
+                         project=group[0].get("env", {}).get("project"))
         samples: list[Sample] = []
         failed: dict[str, SampleResult] = {}
         forms: dict[str, str] = {}

@@ -161,3 +161,82 @@ def test_max_test_seconds_drops_a_change_whose_parent_is_slow(tmp_path: Path) ->
         timeout=120, show_progress=False))
     assert [t["repo"]["commit"] for t in read_jsonl(tmp_path / "a.jsonl")] == [fixed]
     assert "slow_tests" not in every["counts"]
+
+
+PYPROJECT = """[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "calcpkg"
+version = "1.2.0"
+
+[project.entry-points."calcpkg.backends"]
+loop = "calcpkg.loop:backend"
+
+[tool.setuptools]
+packages = ["calcpkg"]
+"""
+#: as networkx's conftest.py looks up its test backend ``nx-loopback``: through the package's own
+#: entry points, which exist only where the package is installed (or stubbed)
+BACKEND_CONFTEST = """import importlib.metadata
+
+
+def pytest_configure(config):
+    found = importlib.metadata.entry_points(group="calcpkg.backends", name="loop")
+    config.calc_backend = next(iter(found)).load()
+"""
+
+
+def _package_history(root: Path) -> dict[str, str]:
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    base = {"LICENSE": MIT, "pyproject.toml": PYPROJECT, "conftest.py": BACKEND_CONFTEST,
+            "calcpkg/__init__.py": "", "calcpkg/calc.py": CALC, "calcpkg/loop.py": "backend = 'loop'\n",
+            "tests/test_calc.py": TESTS.replace("import calc\n", "from calcpkg import calc\n")}
+    ids = {"init": commit(root, base, "Initial package", "2021-01-01T12:00:00+00:00")}
+    ids["mul"] = commit(root, {"calcpkg/calc.py": CALC + "\n\ndef mul(a, b):\n    return a * b\n",
+                               "tests/test_calc.py": base["tests/test_calc.py"] + MUL},
+                        "Add mul", "2021-02-01T12:00:00+00:00")
+    return ids
+
+
+def test_a_root_runs_with_its_own_entry_points(tmp_path: Path) -> None:
+    """A root runs from source, not installed: a conftest that looks up the package's own entry
+    point (networkx's test backend) stopped every test at the commit, and such changes were
+    dropped as ``no_pass_at_commit``. The builder now reads the root's entry points (its package
+    built with its own backend) and validates in an environment holding its metadata stub; the
+    task records the stub (``env.project``) and the job's grading, which builds the environment
+    from the record, passes the real change and fails the parent. Control: in an environment
+    given as it is (``--env``, no stub) the same change is dropped, so the stub is what counts."""
+    from core.scenarios.repo.env import ensure_env
+    from core.scenarios.trajectories.implement_change import whole_files_reply
+    from tests.trajectories.gold import gold_and_unchanged
+
+    ids = _package_history(tmp_path / "proj")
+    steps = tmp_path / "steps.jsonl"
+    build_trajectories(TrajectoryOptions(repo=str(tmp_path / "proj"), output=steps, show_progress=False))
+    out = tmp_path / "data" / "implement.jsonl"
+    report = build_implement_tasks(ImplementOptions(steps=steps, repo=str(tmp_path / "proj"), output=out,
+                                                    sources_dir=tmp_path / "sources", timeout=120,
+                                                    show_progress=False))
+    tasks = read_jsonl(out)
+    assert [t["repo"]["commit"] for t in tasks] == [ids["mul"]], report["counts"]
+    project = tasks[0]["env"]["project"]
+    assert (project["name"], project["version"]) == ("calcpkg", "1.2.0")
+    assert "[calcpkg.backends]" in project["entry_points"] and "loop = calcpkg.loop:backend" in project["entry_points"]
+    assert report["with_entry_points"] == 1
+    assert tasks[0]["tests"]["fail_to_pass"] == ["tests/test_calc.py::test_mul"]
+
+    task = {**tasks[0], "id": tasks[0]["task_id"]}
+    form, ref, unchanged = gold_and_unchanged([task], lambda t: whole_files_reply(t["reference_files"]),
+                                              tmp_path / "sources")[task["id"]]
+    assert form == "files" and ref.outcome == "passed", ref
+    assert unchanged.outcome != "passed", unchanged
+
+    plain = ensure_env([])  # the same pins, no stub
+    control = build_implement_tasks(ImplementOptions(steps=steps, repo=str(tmp_path / "proj"),
+                                                     output=tmp_path / "data" / "control.jsonl",
+                                                     sources_dir=tmp_path / "control-sources", env=plain.root,
+                                                     timeout=120, show_progress=False))
+    assert control["counts"]["kept"] == 0 and control["counts"]["no_pass_at_commit"] == 1, control["counts"]

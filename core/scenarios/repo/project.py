@@ -50,7 +50,7 @@ from core.common.errors import IanvsError
 from core.common.lifetime import die_with_parent
 
 __all__ = ["ProjectFacts", "DepsChoice", "inspect_project", "choose_test_dependencies", "resolve_requirements",
-           "normalise", "ProjectError", "sdist_version"]
+           "normalise", "ProjectError", "sdist_version", "declares_entry_points", "entry_points_stub"]
 
 LOG = logging.getLogger(__name__)
 
@@ -157,6 +157,40 @@ def build_wheel(root: Path, work: Path, version: str | None) -> Path:
         raise ProjectError(f"building the package with {build_backend(root)} failed: {_tail(proc.stderr or proc.stdout)}",
                            hint=hint)
     return wheels[0]
+
+
+def declares_entry_points(root: Path) -> bool:
+    """Whether the tree may declare entry points (plugins, backends, scripts): ``[project]``'s
+    ``entry-points``, ``scripts`` or ``gui-scripts`` (given or ``dynamic``) in ``pyproject.toml``,
+    ``[options.entry_points]`` in ``setup.cfg``, or ``entry_points`` anywhere in ``setup.py``.
+    A cheap look at the files; ``False`` means the built wheel would have none."""
+    project = _pyproject(root).get("project", {})
+    if isinstance(project, dict) and ({"entry-points", "scripts", "gui-scripts"} & (
+            set(project) | set(project.get("dynamic") or []))):
+        return True
+    cfg = root / "setup.cfg"
+    if cfg.is_file() and "[options.entry_points]" in cfg.read_text(errors="replace"):
+        return True
+    setup = root / "setup.py"
+    return setup.is_file() and "entry_points" in setup.read_text(errors="replace")
+
+
+def entry_points_stub(root: Path, work: Path) -> dict[str, str] | None:
+    """The metadata stub (:func:`core.scenarios.repo.env.write_metadata_stub`: name, version,
+    ``entry_points.txt``) of the package in ``root`` when it declares entry points, else ``None``.
+
+    A tree run from source is not installed, so what it registers through its own entry points
+    (a test backend its ``conftest.py`` looks up, a pytest plugin of its own) is missing unless
+    the environment carries this stub. :func:`declares_entry_points` decides cheaply whether to
+    build; otherwise the package is built as :func:`inspect_project` builds it (a copy of the
+    tree, its own backend, ``work`` as scratch) and read from the wheel, so setup.py-era
+    declarations count too. Raises :class:`ProjectError` when the build fails."""
+    if not declares_entry_points(root):
+        return None
+    meta, eps, _names = _wheel_metadata(build_wheel(root, work, sdist_version(root)))
+    if not eps.strip():
+        return None
+    return {"name": str(meta["Name"]), "version": str(meta["Version"]), "entry_points": eps}
 
 
 def _top_modules(names: list[str]) -> list[str]:

@@ -65,7 +65,8 @@ from core.common.progress import progress_bar
 from core.scenarios.trajectories.implement_change.paths import gold_refusals
 from core.scenarios.base import DatasetCommand
 from core.scenarios.leak_views import screen, tally
-from core.scenarios.repo.env import ensure_env
+from core.scenarios.repo.env import RepoEnv, ensure_env
+from core.scenarios.repo.project import ProjectError, entry_points_stub
 from core.scenarios.repo.source import content_hash
 from core.scenarios.repo.testrun import run_tests
 from core.scenarios.trajectories.git import GitRepo, open_repo
@@ -73,7 +74,7 @@ from core.scenarios.trajectories.periods import commit_time, in_window
 from core.scenarios.trajectories.pulls import pull_number_of
 
 __all__ = ["ImplementOptions", "build_implement_tasks", "add_arguments", "run", "STEP_REASONS",
-           "gold_policy_refusal",
+           "gold_policy_refusal", "root_environment",
            "VALIDATION_REASONS", "write_archive", "export"]
 
 LOG = logging.getLogger(__name__)
@@ -171,7 +172,8 @@ def _passed(results: dict[str, str]) -> set[str]:
 
 
 def _task(step: dict[str, Any], repo: GitRepo, opts: ImplementOptions, name: str, root_hash: str,
-          archive: str, f2p: list[str], p2p: list[str], env_pins: list[str]) -> dict[str, Any]:
+          archive: str, f2p: list[str], p2p: list[str], env_pins: list[str],
+          project: dict[str, str] | None = None) -> dict[str, Any]:
     parent, commit = step["parents"][0], step["commit"]
     code = _code_files(step)
     context: dict[str, str] = {}
@@ -191,7 +193,8 @@ def _task(step: dict[str, Any], repo: GitRepo, opts: ImplementOptions, name: str
         "task_id": step["id"], "kind": "implement_change",
         "repo": {"name": name, "licence": step["repo"]["licence"], "commit": commit, "parent": parent,
                  "content_hash": root_hash, "source": archive},
-        "env": {"requirements": sorted(opts.requirements), "pins": env_pins},
+        "env": {"requirements": sorted(opts.requirements), "pins": env_pins,
+                **({"project": project} if project else {})},
         "file": code[0]["path"], "message": step["message"], "pull_request_title": pr.get("title") or "",
         "committed_at": step["committed_at"], "files": [f["path"] for f in code], "context": context,
         "reference_files": reference, "reference_patch": "".join(patch),
@@ -253,6 +256,7 @@ def build_implement_tasks(opts: ImplementOptions) -> dict[str, Any]:
                                           ("slow_tests", opts.max_test_seconds is not None))
               if not used}
     report = {"builder": "ianvs dataset implement-change", "tasks": len(tasks),
+              "with_entry_points": sum(1 for t in tasks if "project" in t["env"]),
               "counts": {k: counts.get(k, 0) for k in (*STEP_REASONS, "candidates", "not_validated",
                                                        "over_limit", "same_pr", "slow_tests",
                                                        *VALIDATION_REASONS) if k not in unused},
@@ -289,7 +293,7 @@ def export_roots(repo: GitRepo, step: dict[str, Any], task_root: Path, at_commit
     return task_root, at_commit
 
 
-def _validate(step: dict[str, Any], repo: GitRepo, env: Any, opts: ImplementOptions,
+def _validate(step: dict[str, Any], repo: GitRepo, env: RepoEnv, opts: ImplementOptions,
               workdir: Path, leaks: Counter[str]) -> tuple[str, dict[str, Any] | None]:
     name = f"{step['repo']['name']}-{step['commit'][:12]}"
     base = workdir / name
@@ -299,6 +303,7 @@ def _validate(step: dict[str, Any], repo: GitRepo, env: Any, opts: ImplementOpti
         runnable = [p for p in test_files if (at_commit / p).is_file()]
         if not runnable:
             return "no_pass_at_commit", None
+        env, project = root_environment(task_root, opts.requirements, opts.env, env, base / "build")
         started = time.monotonic()
         after = run_tests(env.python, at_commit, runnable, opts.timeout)
         middle = time.monotonic()
@@ -317,7 +322,7 @@ def _validate(step: dict[str, Any], repo: GitRepo, env: Any, opts: ImplementOpti
         p2p = sorted(good & _passed(before))[:opts.p2p]
         archive = f"{name}.tar.gz"
         task = _task(step, repo, opts, step["repo"]["name"], content_hash(task_root), archive, f2p, p2p,
-                     env.pins)
+                     env.pins, project)
         screened = screen("implement_change", task)
         leaks[screened.key] += 1
         if screened.record is None:
@@ -338,6 +343,36 @@ def _validate(step: dict[str, Any], repo: GitRepo, env: Any, opts: ImplementOpti
         return "kept", task
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def root_environment(task_root: Path, requirements: list[str], given: Path | None, default: RepoEnv,
+                     work: Path) -> tuple[RepoEnv, dict[str, str] | None]:
+    """The environment a task root's tests run in, and the metadata stub its task records as
+    ``env.project`` (``None``: none needed).
+
+    A root runs from source, so its package's own entry points (networkx's test backend, which
+    its ``conftest.py`` looks up; a pytest plugin the project ships) are registered only through
+    a stub in the environment (:func:`core.scenarios.repo.project.entry_points_stub`). A root that
+    declares none runs in ``default``; one that does runs in the environment of the same pins
+    with its stub (one cached venv per distinct stub, created by
+    :func:`core.scenarios.repo.env.ensure_env`, as the job creates it from the record). When the
+    package cannot be built, or ``given`` (``--env``) is used as it is, the root runs in
+    ``default`` without its entry points, with a warning; its tests may then fail at the commit
+    too and the candidate is dropped as before."""
+    try:
+        stub = entry_points_stub(task_root, work)
+    except ProjectError as exc:
+        LOG.warning("%s: its entry points could not be read, its tests run without them: %s", task_root.name, exc)
+        return default, None
+    if stub is None:
+        return default, None
+    if given is not None:
+        LOG.warning("%s declares entry points, but --env %s is used as it is: they are not registered",
+                    task_root.name, given)
+        return default, None
+    LOG.info("%s: package %s %s registers its entry points (%s)", task_root.name, stub["name"], stub["version"],
+             ", ".join(line.strip("[]") for line in stub["entry_points"].splitlines() if line.startswith("[")))
+    return ensure_env(requirements, project=stub), stub
 
 
 def gold_policy_refusal(task: dict[str, Any], task_root: Path) -> str | None:

@@ -99,7 +99,8 @@ def grade_iter(samples: list[tuple[str, dict[str, Any], str]], sources_dir: Path
     for want, items in by_root.items():
         task = items[0][1]
         root = source_root(sources_dir / task["repo"]["source"], want)
-        env = ensure_env(list(task.get("env", {}).get("requirements") or []))
+        env = ensure_env(list(task.get("env", {}).get("requirements") or []),
+                         project=task.get("env", {}).get("project"))
         runnable: list[Sample] = []
         forms: dict[str, str] = {}
         for sample_id, rec, reply in items:

@@ -78,7 +78,7 @@ from core.common.errors import ConfigError
 from core.common.jsonl import iter_jsonl
 from core.common.progress import progress_bar
 from core.scenarios.trajectories.implement_change.builder import (export_roots, gold_policy_refusal,
-                                                                  write_archive)
+                                                                  root_environment, write_archive)
 from core.scenarios.trajectories.implement_change.paths import gold_refusals
 from core.scenarios.trajectories.revise.metrics import grader_record
 from core.scenarios.base import DatasetCommand
@@ -215,6 +215,7 @@ def _validate(task: dict[str, Any], step: dict[str, Any], tests: list[str], repo
     try:
         task_root, at_commit = export_roots(repo, step, base / "parent" / name, base / "commit" / name, opts.exclude)
         step_tests = [f["path"] for f in step["files"] if f["is_test"]]
+        env, project = root_environment(task_root, opts.requirements, opts.env, env, base / "build")
         after = run_tests(env.python, at_commit, tests, opts.timeout)
         good = {t for t, o in after.items() if o == "passed"}
         if not good:
@@ -242,7 +243,8 @@ def _validate(task: dict[str, Any], step: dict[str, Any], tests: list[str], repo
         task["grading"] = "tests"
         task["repo"].update({"commit": step["commit"], "parent": step["parents"][0],
                              "content_hash": content_hash(task_root), "source": archive})
-        task["env"] = {"requirements": sorted(opts.requirements), "pins": env.pins}
+        task["env"] = {"requirements": sorted(opts.requirements), "pins": env.pins,
+                       **({"project": project} if project else {})}
         task.update({key: graded[key] for key in ("test_files", "tests", "files", "reference_files")})
         LOG.info("%s: test-graded, %d FAIL_TO_PASS", step["id"], len(f2p))
         return "tests"
