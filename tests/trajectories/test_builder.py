@@ -127,13 +127,17 @@ def test_other_options_on_an_unfinished_build_is_an_error(history, tmp_path: Pat
 
 
 def test_from_manifest_repeats_the_recorded_range(history, tmp_path: Path) -> None:
-    """The branch moves on; the recorded range still gives the same steps."""
-    root, _ids = history
+    """The branch moves on and the mirror gains pull requests; the recorded range (tip and
+    pull-request heads) still gives the same steps. A new ref may even reach recorded commits:
+    ``refs/pull/5/head`` at a commit of pull request #7 would claim it (a lower number is read
+    first), so the pull requests are read from the recorded heads, not the mirror's refs."""
+    root, ids = history
     first = tmp_path / "first.jsonl"
     _build(root, first, filters=FilterOptions(max_lines=100, since="2020-02-01"))
     commit(root, {"calc.py": "def add(a, b):\n    return 0\n"}, "Break the adder later on",
            "2021-06-01T12:00:00+00:00")
     git(root, "update-ref", "refs/pull/11/head", "HEAD")
+    git(root, "update-ref", "refs/pull/5/head", ids["topic1"])
     again = tmp_path / "again.jsonl"
     build_trajectories(TrajectoryOptions(repo=str(root), output=again, from_manifest=manifest_path(first),
                                          show_progress=False))

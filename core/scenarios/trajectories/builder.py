@@ -292,7 +292,7 @@ def _build(repo: GitRepo, origin: str, opts: TrajectoryOptions, codehost: CodeHo
     commits = list(walk(repo, tips))
     mainline_ids = set(repo.run("rev-list", rng["tip"]).split())
     merges = {c.sha: c for c in commits if c.is_merge and c.sha in mainline_ids}
-    pulls = find_pulls(repo, rng["tip"], merges) if opts.include_pulls else []
+    pulls = find_pulls(repo, rng["tip"], merges, rng.get("pull_heads", {})) if opts.include_pulls else []
     members = membership(pulls)
     report = BuildReport(walked=len(commits), pull_requests=len(pulls), resumed=len(decided))
     counts: Counter[str] = Counter(decided.values())

@@ -73,9 +73,13 @@ def _title_of(message: str) -> str:
     return lines[0] if lines else ""
 
 
-def find_pulls(repo: GitRepo, tip: str, merges: dict[str, Commit]) -> list[PullRequest]:
+def find_pulls(repo: GitRepo, tip: str, merges: dict[str, Commit],
+               heads: dict[str, str] | None = None) -> list[PullRequest]:
     """Every pull request of the repository (see the module docstring). ``merges`` maps the
-    mainline's merge commits (id -> commit) that the walk saw, for titles and source 2."""
+    mainline's merge commits (id -> commit) that the walk saw, for titles and source 2.
+    ``heads`` (``refs/pull/<N>/head`` -> commit) are the pull-request heads of the recorded range;
+    a build must pass them, so that a later mirror (more pull requests, moved heads) rebuilds the
+    same steps; ``None`` reads the repository's refs as they are now."""
     mainline = _mainline(repo, tip)
     pulls: list[PullRequest] = []
     pr_merges: list[tuple[int, Commit]] = []
@@ -84,7 +88,7 @@ def find_pulls(repo: GitRepo, tip: str, merges: dict[str, Commit]) -> list[PullR
         if match and len(commit.parents) == 2:
             pr_merges.append((int(match.group(1)), commit))
     claimed_merges: set[str] = set()
-    for ref, head in sorted(repo.refs("refs/pull/").items(),
+    for ref, head in sorted((repo.refs("refs/pull/") if heads is None else heads).items(),
                             key=lambda kv: int(_PULL_REF.match(kv[0]).group(1))  # type: ignore[union-attr]
                             if _PULL_REF.match(kv[0]) else 0):
         match = _PULL_REF.match(ref)
