@@ -37,15 +37,20 @@ def _history(root: Path) -> dict[str, str]:
     return ids
 
 
-def test_kept_exactly_where_the_new_tests_fail_at_the_parent(tmp_path: Path) -> None:
-    ids = _history(tmp_path / "proj")
+def _steps_and_tasks(root: Path, tmp_path: Path) -> tuple[Path, dict, list[dict]]:
+    """The history's steps file, then the implement-change build of it: (steps, report, tasks)."""
     steps = tmp_path / "steps.jsonl"
-    build_trajectories(TrajectoryOptions(repo=str(tmp_path / "proj"), output=steps, show_progress=False))
+    build_trajectories(TrajectoryOptions(repo=str(root), output=steps, show_progress=False))
     out = tmp_path / "data" / "implement.jsonl"
-    report = build_implement_tasks(ImplementOptions(steps=steps, repo=str(tmp_path / "proj"), output=out,
+    report = build_implement_tasks(ImplementOptions(steps=steps, repo=str(root), output=out,
                                                     sources_dir=tmp_path / "sources", timeout=120,
                                                     show_progress=False))
-    tasks = read_jsonl(out)
+    return steps, report, read_jsonl(out)
+
+
+def test_kept_exactly_where_the_new_tests_fail_at_the_parent(tmp_path: Path) -> None:
+    ids = _history(tmp_path / "proj")
+    _steps, report, tasks = _steps_and_tasks(tmp_path / "proj", tmp_path)
     assert [t["repo"]["commit"] for t in tasks] == [ids["mul"]]
     task = tasks[0]
     assert task["tests"]["fail_to_pass"] == ["tests/test_calc.py::test_mul"]
@@ -214,13 +219,7 @@ def test_a_root_runs_with_its_own_entry_points(tmp_path: Path) -> None:
     from tests.trajectories.gold import gold_and_unchanged
 
     ids = _package_history(tmp_path / "proj")
-    steps = tmp_path / "steps.jsonl"
-    build_trajectories(TrajectoryOptions(repo=str(tmp_path / "proj"), output=steps, show_progress=False))
-    out = tmp_path / "data" / "implement.jsonl"
-    report = build_implement_tasks(ImplementOptions(steps=steps, repo=str(tmp_path / "proj"), output=out,
-                                                    sources_dir=tmp_path / "sources", timeout=120,
-                                                    show_progress=False))
-    tasks = read_jsonl(out)
+    steps, report, tasks = _steps_and_tasks(tmp_path / "proj", tmp_path)
     assert [t["repo"]["commit"] for t in tasks] == [ids["mul"]], report["counts"]
     project = tasks[0]["env"]["project"]
     assert (project["name"], project["version"]) == ("calcpkg", "1.2.0")
