@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from core.scenarios.trajectories.implement_change.scoring import task_sample
-from core.scenarios.repo.env import ensure_env
+from core.scenarios.repo.env import record_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
 from core.scenarios.repo.scoring import source_root
 
@@ -27,8 +27,7 @@ def gold_and_unchanged(tasks: list[dict[str, Any]], reference: Callable[[dict[st
     out: dict[str, tuple[str, SampleResult, SampleResult]] = {}
     for want, group in by_root.items():
         root = source_root(sources / group[0]["repo"]["source"], want)
-        env = ensure_env(list(group[0].get("env", {}).get("requirements") or []),
-                         project=group[0].get("env", {}).get("project"))
+        env = record_env(group[0])
         samples: list[Sample] = []
         failed: dict[str, SampleResult] = {}
         forms: dict[str, str] = {}

@@ -22,12 +22,14 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from core.common.errors import IanvsError
 
-__all__ = ["RepoEnv", "ensure_env", "write_metadata_stub", "default_cache_dir", "TEST_TOOLS", "provides_probe"]
+__all__ = ["RepoEnv", "ensure_env", "record_env", "write_metadata_stub", "default_cache_dir", "TEST_TOOLS", "provides_probe"]
 
 LOG = logging.getLogger(__name__)
 
@@ -164,3 +166,12 @@ def ensure_env(requirements: list[str], cache_dir: Path | None = None, existing:
             write_metadata_stub(Path(RepoEnv(root, []).site_packages()), project)
         marker.write_text(json.dumps(reqs))
     return RepoEnv(root, _freeze(root / "bin" / "python", (project or {}).get("name")))
+
+
+def record_env(record: Mapping[str, Any]) -> RepoEnv:
+    """The environment a task record names (:func:`ensure_env`): its ``env.requirements``, with
+    the metadata stub of ``env.project`` when it has one, as its builder validated it. Every
+    reader of a record's environment (the jobs' grading, the gold controls) goes through here,
+    so none can leave the stub out."""
+    env = record.get("env") or {}
+    return ensure_env(list(env.get("requirements") or []), project=env.get("project"))

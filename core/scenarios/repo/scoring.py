@@ -62,7 +62,7 @@ from typing import Any
 from core.common.errors import ConfigError
 from core.common.jsonl import open_append
 from core.common.progress import progress_bar
-from core.scenarios.repo.env import RepoEnv, default_cache_dir, ensure_env
+from core.scenarios.repo.env import RepoEnv, default_cache_dir, record_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
 from core.scenarios.repo.image_env import ImageEnv, ensure_image_env
 from core.scenarios.repo.metrics import OUTCOMES, summarise
@@ -223,7 +223,7 @@ def _environment(first: Mapping[str, Any], sandbox: _Sandbox) -> RepoEnv | Image
     _check_task(first, sandbox)
     requirements = list(first.get("env", {}).get("requirements") or [])
     if sandbox.backend == "local":
-        return ensure_env(requirements, project=first.get("env", {}).get("project"))
+        return record_env(first)
     env = ensure_image_env(requirements, run_env=first.get("run_env"), base=sandbox.base_image,
                            docker_host=sandbox.docker_host)
     return replace(env, options=dict(sandbox.docker_options))

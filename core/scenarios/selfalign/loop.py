@@ -82,8 +82,6 @@ class Reply:
     route: str | None = None  # how the backend served it when not the obvious way (Generation)
 
 
-
-
 class GenerationFailed(IanvsError):
     """The backend produced no reply for a try (server down, ...): retried by the next run."""
 

@@ -77,7 +77,7 @@ from core.common import pyast
 from core.common.errors import ConfigError
 from core.common.jsonl import append_durably, open_append
 from core.generation.reference import BROKEN_BODIES
-from core.scenarios.repo.env import RepoEnv, ensure_env
+from core.scenarios.repo.env import RepoEnv, record_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
 from core.scenarios.repo.kind import SERVICES, answer_code
 from core.scenarios.repo.postgres import PostgresService
@@ -342,8 +342,7 @@ class RepoUnitRunner:
         env = record.get("env", {})
         key = json.dumps([env.get("requirements") or [], env.get("project")], sort_keys=True)
         if key not in self._envs:
-            self._envs[key] = ensure_env(list(env.get("requirements") or []),
-                                         project=env.get("project"))
+            self._envs[key] = record_env(record)
         return self._envs[key]
 
     def service(self, record: Mapping[str, Any]) -> PostgresService | None:

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from core.scenarios import get_kind
-from core.scenarios.repo.env import RepoEnv, ensure_env
+from core.scenarios.repo.env import RepoEnv, record_env
 from core.scenarios.repo.execute import Sample, run_samples, site_of
 from core.scenarios.repo.functions import inject
 from core.scenarios.repo.image_env import ImageEnv, ensure_image_env
@@ -120,7 +120,7 @@ def test_gold_controls(spec: tuple[str, Path, Path], views_dir: Path,
     tasks = load_tasks(path)
     src = materialise(str(source), views_dir / "src")
     assert {t["repo"]["content_hash"] for t in tasks} == {src.content_hash}
-    env: RepoEnv = ensure_env(list(tasks[0]["env"].get("requirements") or []))
+    env: RepoEnv = record_env(tasks[0])
     _check_gold(tasks, src.root, env, views_dir / "views", "postgres" in (tasks[0].get("services") or []))
     verified.record(tasks=len(tasks))
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from core.scenarios.repo.builder import BuildError, BuildOptions, build
-from core.scenarios.repo.env import ensure_env
+from core.scenarios.repo.env import record_env
 from core.scenarios.repo.execute import Sample, run_samples
 from core.scenarios.repo.kind import load_tasks
 from core.scenarios.repo.prompts import reference_code
@@ -69,7 +69,7 @@ def _validate(tasks: list[dict], archive: Path, views_dir: Path) -> None:
     every test of its task and the blanked body fails its FAIL_TO_PASS tests."""
     src = materialise(str(archive), views_dir / "src")
     assert {t["repo"]["content_hash"] for t in tasks} == {src.content_hash}
-    env = ensure_env(list(tasks[0]["env"]["requirements"]), project=tasks[0]["env"].get("project"))
+    env = record_env(tasks[0])
     check = tasks[:: max(1, len(tasks) // VALIDATE)][:VALIDATE]
     ref = [Sample(t["task_id"] + "#ref", t, reference_code(t)) for t in check]
     blank = [Sample(t["task_id"] + "#blank", t, None) for t in check]

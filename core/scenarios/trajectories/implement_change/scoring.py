@@ -50,7 +50,7 @@ from core.scenarios.repo.policy import GRADING as POLICY_GRADING
 from core.scenarios.repo.policy import check_min_grading
 from core.scenarios.trajectories.implement_change.answer import FAILURE_KINDS, ParsedChange, parse_change
 from core.scenarios.trajectories.implement_change.paths import TestSide
-from core.scenarios.repo.env import ensure_env
+from core.scenarios.repo.env import record_env
 from core.scenarios.repo.execute import Sample, SampleResult, default_views_dir, run_samples
 from core.scenarios.repo.metrics import OUTCOMES, summarise
 from core.scenarios.repo.scoring import load_executions, source_root
@@ -99,8 +99,7 @@ def grade_iter(samples: list[tuple[str, dict[str, Any], str]], sources_dir: Path
     for want, items in by_root.items():
         task = items[0][1]
         root = source_root(sources_dir / task["repo"]["source"], want)
-        env = ensure_env(list(task.get("env", {}).get("requirements") or []),
-                         project=task.get("env", {}).get("project"))
+        env = record_env(task)
         runnable: list[Sample] = []
         forms: dict[str, str] = {}
         for sample_id, rec, reply in items:
