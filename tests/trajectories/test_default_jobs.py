@@ -8,6 +8,7 @@ jobs are timed by ``python benchmarks/default_job.py --job <kind>`` (trajectorie
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from pathlib import Path
 
@@ -74,6 +75,13 @@ def test_implement_change_default_job(tmp_path: Path) -> None:
     assert ref["grading"] == "in_process_confined" and ref["form_files"] == "1" and broken["no_change"] == "1"
     assert ref["samples[before 2024-06-01]"] == "1"
     assert sum(int(model[c]) for c in OUTCOMES) + int(model["generation_error"]) == 1
+    scores = {}  # implement_scores.jsonl, what period_compare reads, per generator
+    for case in (tmp_path / "job").glob("workspace/*/*/*/case.json"):
+        generator = json.loads(case.read_text())["modules"]["basemodel"]["hyperparameters"]["generator"]
+        scores[generator] = [json.loads(line) for line in (case.parent / "implement_scores.jsonl").open()]
+    assert [(r["pass@1"], r["f2p_share"], r["outcome"], r["period"]) for r in scores["reference"]] \
+        == [(1.0, 1.0, "passed", "before 2024-06-01")]
+    assert [(r["pass@1"], r["f2p_share"], r["outcome"]) for r in scores["broken"]] == [(0.0, 0.0, "no_change")]
 
 
 @pytest.mark.slow

@@ -2,8 +2,8 @@
 
 The trajectory kinds' metrics write one line per sample with its ``period`` (``before
 2024-10-01``, ``from 2024-10-01``; ``periods:`` on the metric) and its scores
-(``commit_message_scores.jsonl``, ``revise_scores.jsonl`` in the test case folder). The two
-periods hold *different* tasks, so the comparison is unpaired:
+(``commit_message_scores.jsonl``, ``revise_scores.jsonl``, ``implement_scores.jsonl`` in the test
+case folder). The two periods hold *different* tasks, so the comparison is unpaired:
 
 * per period: the number of samples and the mean of the metric;
 * per pair of consecutive periods: the difference of means (later minus earlier), its 95%

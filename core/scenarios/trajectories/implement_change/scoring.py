@@ -63,6 +63,8 @@ __all__ = ["implement_tests", "EXECUTIONS_FILE", "grade", "grade_iter", "grade_l
 LOG = logging.getLogger(__name__)
 
 EXECUTIONS_FILE = "implement_executions.jsonl"
+#: per scored sample, its period and scores (:func:`score_rows`), for ``period_compare``
+PER_SAMPLE_FILE = "implement_scores.jsonl"
 #: bumped whenever how a sample is graded changes (a resumed run never reuses older verdicts)
 GRADING_VERSION = 4  # 2: a single unnamed block is the task's one file; 3: the test side is refused and pinned;
 #                     4: Python files compiled under the grading policy (core/scenarios/repo/policy.py)
@@ -192,17 +194,39 @@ def implement_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, sou
     graded = grade_logged(todo, keys, workspace / EXECUTIONS_FILE, (base / sources_dir).resolve(), settings,
                           float(timeout), "implement tests", getattr(context, "show_progress", True))
     results = list(graded.values())
-    _record_per_task(context, [r for r, _form in results], tasks, periods)
+    rows = score_rows([r for r, _form in results], tasks, periods)
+    Path(workspace, PER_SAMPLE_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows),
+                                                encoding="utf-8")
+    _record_per_task(context, rows, periods)
     return _row(results, tasks, generation_errors, periods)
 
 
-def _record_per_task(context: Any, results: list[SampleResult], tasks: dict[str, dict[str, Any]],
-                     periods: Sequence[str] | None) -> None:
+def score_rows(results: Sequence[SampleResult], tasks: Mapping[str, Mapping[str, Any]],
+               periods: Sequence[str] | None) -> list[dict[str, Any]]:
+    """One row per scored sample, in task order: ``task_id``, ``period`` (null without
+    ``periods``), ``pass@1`` (1.0 when every test passed), ``f2p_share`` (share of its
+    FAIL_TO_PASS tests that passed; 0.0 for a reply that ran nothing; the task's tests
+    always hold some) and ``outcome``. An
+    ``infra_error`` is not scored, as in ``pass@1``; these are the lines of
+    :data:`PER_SAMPLE_FILE` that :mod:`core.scenarios.trajectories.period_compare` reads."""
+    order = {task_id: pos for pos, task_id in enumerate(tasks)}
+    rows = []
+    for r in sorted(results, key=lambda res: order.get(res.task_id, len(order))):
+        if r.outcome == "infra_error" or r.task_id not in tasks:
+            continue
+        f2p = tasks[r.task_id]["tests"]["fail_to_pass"]
+        passed = sum(r.tests.get(test) == "passed" for test in f2p)
+        rows.append({"task_id": r.task_id,
+                     "period": period_of(commit_time(tasks[r.task_id]["committed_at"]), periods),
+                     "pass@1": float(r.outcome == "passed"),
+                     "f2p_share": round(passed / len(f2p), 4) if f2p else 0.0,
+                     "outcome": r.outcome})
+    return rows
+
+
+def _record_per_task(context: Any, rows: list[dict[str, Any]], periods: Sequence[str] | None) -> None:
     """Each scored task's pass (1/0) for ``pass@1`` and its period's column: the report's
-    intervals and paired tests (an ``infra_error`` is not scored, as in ``pass@1``)."""
-    rows = [{"task_id": r.task_id, "pass@1": float(r.outcome == "passed"),
-             "period": period_of(commit_time(tasks[r.task_id]["committed_at"]), periods)}
-            for r in results if r.outcome != "infra_error" and r.task_id in tasks]
+    intervals and paired tests."""
     record_per_task(context, rows, ["pass@1"], weighting="tasks")
     record_periods(context, rows, ["pass@1"], period_labels(periods), weighting="tasks")
 
