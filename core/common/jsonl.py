@@ -14,7 +14,7 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -43,6 +43,12 @@ def open_append(path: str | Path, binary: bool = False) -> IO[Any]:
     path = Path(path)
     terminate_torn_line(path)
     return path.open("ab") if binary else path.open("a", encoding="utf-8")
+
+
+def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Write ``rows`` to ``path`` as JSON lines (UTF-8), replacing the file: a metric's
+    per-sample scores, rewritten whole each time the metric runs."""
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
 
 
 def append_durably(path: Path, text: str) -> None:

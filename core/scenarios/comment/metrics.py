@@ -17,10 +17,10 @@ the code 0 everywhere.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from core.common.jsonl import write_jsonl
 from core.scenarios.comment.annotate import extract_annotations
 from core.scenarios.scoring import ScoredSample, iter_samples, mean, record_per_task
 from core.scenarios.text_similarity import SIMILARITY_COLUMNS, similarity
@@ -59,8 +59,7 @@ def comment_scores(y_true: Any, y_pred: Any, context: Any = None) -> dict[str, A
                      **score_comment_sample(sample)})
     workspace = getattr(context, "workspace", None)
     if workspace is not None:
-        Path(workspace, PER_SAMPLE_FILE).write_text(
-            "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        write_jsonl(Path(workspace, PER_SAMPLE_FILE), rows)
     record_per_task(context, rows, ["preserved", "line_coverage", *SIMILARITY_COLUMNS],
                     rename={"preserved": "code_preserved"})
     out: dict[str, Any] = {

@@ -14,10 +14,10 @@ Columns are the means over scored samples, plus ``scored_samples``, ``empty_answ
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from core.common.jsonl import write_jsonl
 from core.scenarios.issue.embedding import cosine_best
 from core.scenarios.scoring import iter_samples, mean, record_per_task
 from core.scenarios.text_similarity import SIMILARITY_COLUMNS, best_similarity
@@ -46,8 +46,7 @@ def issue_scores(y_true: Any, y_pred: Any, context: Any = None,
         rows.append(row)
     workspace = getattr(context, "workspace", None)
     if workspace is not None:
-        Path(workspace, PER_SAMPLE_FILE).write_text(
-            "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        write_jsonl(Path(workspace, PER_SAMPLE_FILE), rows)
     record_per_task(context, rows, [*SIMILARITY_COLUMNS, "embedding_sim"])
     out: dict[str, Any] = {}
     for name in SIMILARITY_COLUMNS:

@@ -20,11 +20,11 @@ scored samples.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from core.common.jsonl import write_jsonl
 from core.scenarios.scoring import iter_samples, mean, record_per_task, record_periods
 from core.scenarios.text_similarity import SIMILARITY_COLUMNS, similarity
 from core.scenarios.trajectories.periods import commit_time, period_labels, period_of
@@ -68,8 +68,7 @@ def commit_message_scores(y_true: Any, y_pred: Any, context: Any = None,
                      **score_message(sample.answer, kind.reference(rec))})
     workspace = getattr(context, "workspace", None)
     if workspace is not None:
-        Path(workspace, PER_SAMPLE_FILE).write_text(
-            "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        write_jsonl(Path(workspace, PER_SAMPLE_FILE), rows)
     record_per_task(context, rows, SCORE_COLUMNS)
     record_periods(context, rows, SCORE_COLUMNS, period_labels(periods))
     out: dict[str, Any] = _means(rows)

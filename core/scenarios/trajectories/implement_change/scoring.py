@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from core.common.errors import ConfigError
-from core.common.jsonl import open_append
+from core.common.jsonl import open_append, write_jsonl
 from core.common.progress import progress_bar
 from core.scenarios.repo.policy import GRADING as POLICY_GRADING
 from core.scenarios.repo.policy import check_min_grading
@@ -195,8 +195,7 @@ def implement_tests(y_true: Any, y_pred: Sequence[Any], context: Any = None, sou
                           float(timeout), "implement tests", getattr(context, "show_progress", True))
     results = list(graded.values())
     rows = score_rows([r for r, _form in results], tasks, periods)
-    Path(workspace, PER_SAMPLE_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows),
-                                                encoding="utf-8")
+    write_jsonl(Path(workspace, PER_SAMPLE_FILE), rows)
     _record_per_task(context, rows, periods)
     return _row(results, tasks, generation_errors, periods)
 

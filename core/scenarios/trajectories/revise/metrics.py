@@ -55,13 +55,13 @@ a rerun after a kill runs only the samples that were missing.
 from __future__ import annotations
 
 import difflib
-import json
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from core.common.errors import ConfigError
+from core.common.jsonl import write_jsonl
 from core.scenarios.trajectories.implement_change.answer import FAILURE_KINDS, parse_change
 from core.scenarios.repo.policy import GRADING as POLICY_GRADING
 from core.scenarios.scoring import iter_samples, mean, record_per_task, record_periods
@@ -157,7 +157,7 @@ def revise_scores(y_true: Any, y_pred: Any, context: Any = None, periods: Sequen
             row["score"] = round(row["edit_chrf"] / 100.0, 4)
     workspace = getattr(context, "workspace", None)
     if workspace is not None:
-        Path(workspace, PER_SAMPLE_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        write_jsonl(Path(workspace, PER_SAMPLE_FILE), rows)
     tested = [r for r in rows if r["grading"] == "tests"]
     record_per_task(context, rows, ["score", "edit_chrf", "exact_match"])
     record_per_task(context, tested, ["score"], rename={"score": "tests_pass@1"})
