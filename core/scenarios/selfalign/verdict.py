@@ -1,0 +1,202 @@
+"""Agreement as a verdict: how well a row's own agreement signal stands in for the hidden tests.
+
+Seed 001's question is whether agreement between a model's code and its own tests can take the
+place of human-written tests. A human test suite, used as a verdict, calls a program correct
+exactly when it passes; this module measures how far each row's agreement signal is from that,
+from the rows' ``selfalign_per_task.jsonl`` alone (no model, no sandbox)::
+
+    python -m core.scenarios.selfalign.verdict <test case folder or per-task file> [...]
+
+Per row, "agreed" is the row's own signal: the loop's alignment (``aligned_at`` set), CodeT's
+consensus, the examples anchor (``agreed``); "passes" is the hidden verdict of the row's final
+program (the loop's last try, the selection's selected sample). Printed per row, each with a
+95% percentile bootstrap interval over tasks (fixed seed, so reruns print the same):
+
+* ``precision``: share of the agreed tasks that pass (1 - false alignment);
+* ``pass when not agreed``: share of the other tasks that pass anyway;
+* ``recall``: share of the passing tasks that agreed (what a reader trusting only agreement keeps);
+* ``kappa``: Cohen's kappa between the two verdicts (1: agreement is the hidden verdict; 0: no
+  better than chance at their rates);
+* ``first -> final``: the first program's hidden verdict (the loop's first try, the selection's
+  sample 0) against the final one: tasks that went from fail to pass and from pass to fail,
+  with the exact McNemar p of "the retries or the selection change nothing".
+
+Given two or more rows, every pair of rows is also compared on the tasks both hold: tasks only
+one row's final program passes and the exact McNemar p, and how often the two rows' first
+programs got the same hidden verdict (the sampled loop's first try and a selection's sample 0
+are the same request, so there this is a reproducibility check of the model).
+
+Edge cases: a row with no agreed task prints ``-`` for precision (kappa is 0 when either verdict
+is constant, as Cohen's formula gives); a task without a try (``hidden_pass`` empty) counts as failing; a file that is not
+one of these rows' per-task file is an error naming it.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.common.errors import ConfigError, IanvsError
+from core.common.jsonl import iter_jsonl
+from core.scenarios.agreement import bootstrap_interval, cohen_kappa
+
+PER_TASK_FILE = "selfalign_per_task.jsonl"
+
+
+@dataclass(frozen=True)
+class TaskVerdict:
+    """One task of one row: its own agreement signal and the hidden verdicts."""
+
+    task_id: str
+    agreed: bool
+    passed: bool
+    first_passed: bool
+
+
+@dataclass(frozen=True)
+class Row:
+    """A row's per-task verdicts, in file order; ``kind`` is ``loop`` or the selection method."""
+
+    name: str
+    kind: str
+    tasks: tuple[TaskVerdict, ...]
+
+
+def _task(line: dict[str, object], path: Path, number: int) -> tuple[str, TaskVerdict]:
+    hidden = line.get("hidden_pass")
+    if "task_id" not in line or not isinstance(hidden, list):
+        raise ConfigError("not a self-align per-task line (needs task_id and hidden_pass)",
+                          source=path, line=number,
+                          hint=f"pass a test case folder holding {PER_TASK_FILE}")
+    verdicts = [bool(v) for v in hidden]
+    first = verdicts[0] if verdicts else False
+    if "aligned_at" in line:
+        return "loop", TaskVerdict(str(line["task_id"]), line["aligned_at"] is not None,
+                                   verdicts[-1] if verdicts else False, first)
+    if "selected_pass" in line:
+        return str(line.get("method") or "selection"), TaskVerdict(
+            str(line["task_id"]), bool(line.get("agreed")), bool(line["selected_pass"]), first)
+    raise ConfigError("neither a loop line (aligned_at) nor a selection line (selected_pass)",
+                      source=path, line=number, hint="a plain row has no agreement signal")
+
+
+def load_row(path: Path) -> Row:
+    """The row in ``path`` (a test case folder or its ``selfalign_per_task.jsonl``)."""
+    file = path / PER_TASK_FILE if path.is_dir() else path
+    if not file.is_file():
+        raise ConfigError("no such file", source=file, hint="give a self-align test case folder "
+                          f"(one holding {PER_TASK_FILE}) or that file")
+    kinds: set[str] = set()
+    tasks: list[TaskVerdict] = []
+    for number, line in iter_jsonl(file, what="self-align per-task file", finite=False):
+        kind, task = _task(line, file, number)
+        kinds.add(kind)
+        tasks.append(task)
+    if not tasks:
+        raise ConfigError("no tasks", source=file, hint="the row has not been scored yet")
+    if len(kinds) > 1:
+        raise ConfigError(f"lines of several rows ({', '.join(sorted(kinds))})", source=file)
+    return Row(_label(file.parent), kinds.pop(), tuple(tasks))
+
+
+def _label(folder: Path) -> str:
+    """The row's name: its configuration from the test case's ``case.json`` (generator,
+    temperature, selection), else the folder's name."""
+    try:
+        case = json.loads((folder / "case.json").read_text(encoding="utf-8"))
+        hyper = case["modules"]["basemodel"]["hyperparameters"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return folder.name
+    parts = [f"{k}={hyper[k]}" for k in ("generator", "selection", "temperature") if k in hyper]
+    return f"{case.get('algorithm', folder.name)}[{', '.join(parts)}]"
+
+
+def mcnemar_exact(only_a: int, only_b: int) -> float:
+    """Two-sided exact McNemar p from the discordant counts (a binomial test at 1/2; the
+    report's own version lives a layer above the scenarios, which may not import it)."""
+    n, k = only_a + only_b, min(only_a, only_b)
+    return 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
+
+
+def _share(items: Sequence[TaskVerdict], num: str, given: str | None,
+           given_value: bool = True) -> float:
+    pool = [t for t in items if given is None or getattr(t, given) is given_value]
+    return sum(getattr(t, num) for t in pool) / len(pool) if pool else math.nan
+
+
+def _kappa(items: Sequence[TaskVerdict]) -> float:
+    return cohen_kappa([t.agreed for t in items], [t.passed for t in items])
+
+
+def _fmt(value: float, low: float, high: float) -> str:
+    if math.isnan(value):
+        return "-"
+    if math.isnan(low):
+        return f"{value:.3f}"
+    return f"{value:.3f} ({low:.3f}-{high:.3f})"
+
+
+def row_lines(row: Row) -> list[str]:
+    """The printed summary of one row (module docstring)."""
+    t = list(row.tasks)
+    agreed = [x for x in t if x.agreed]
+    passing = [x for x in t if x.passed]
+    up = sum(x.passed and not x.first_passed for x in t)
+    down = sum(x.first_passed and not x.passed for x in t)
+    stats = {
+        "precision (agreed that pass)": bootstrap_interval(
+            t, lambda s: _share(s, "passed", "agreed")),
+        "pass when not agreed": bootstrap_interval(
+            t, lambda s: _share(s, "passed", "agreed", False)),
+        "recall (passing that agreed)": bootstrap_interval(
+            t, lambda s: _share(s, "agreed", "passed")),
+        "kappa (agreed vs passes)": bootstrap_interval(t, _kappa),
+    }
+    lines = [f"{row.name} ({row.kind}): {len(t)} tasks, {len(passing)} pass the hidden tests, "
+             f"{len(agreed)} agreed ({sum(x.passed for x in agreed)} of them pass)"]
+    lines += [f"  {label}: {_fmt(*value)}" for label, value in stats.items()]
+    lines.append(f"  first -> final: {up} fail -> pass, {down} pass -> fail, "
+                 f"McNemar p = {mcnemar_exact(up, down):.3g} "
+                 f"({sum(x.first_passed for x in t)} -> {len(passing)} passing)")
+    return lines
+
+
+def pair_lines(a: Row, b: Row) -> list[str]:
+    """Two rows on the tasks both hold: final verdicts' discordance, first verdicts' match."""
+    other = {x.task_id: x for x in b.tasks}
+    both = [(x, other[x.task_id]) for x in a.tasks if x.task_id in other]
+    only_a = sum(x.passed and not y.passed for x, y in both)
+    only_b = sum(y.passed and not x.passed for x, y in both)
+    same_first = sum(x.first_passed == y.first_passed for x, y in both)
+    return [f"{a.name} vs {b.name}: {len(both)} shared tasks; final program passes only in "
+            f"{a.name}: {only_a}, only in {b.name}: {only_b}, McNemar p = "
+            f"{mcnemar_exact(only_a, only_b):.3g}; first programs' verdicts equal on "
+            f"{same_first} of {len(both)}"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m core.scenarios.selfalign.verdict",
+        description="How well each self-align row's agreement stands in for the hidden tests.")
+    parser.add_argument("rows", nargs="+", type=Path,
+                        help=f"test case folders (or their {PER_TASK_FILE})")
+    args = parser.parse_args(argv)
+    try:
+        rows = [load_row(p) for p in args.rows]
+    except IanvsError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    for row in rows:
+        sys.stdout.write("\n".join(row_lines(row)) + "\n")
+    for a, b in itertools.combinations(rows, 2):
+        sys.stdout.write("\n".join(pair_lines(a, b)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
