@@ -82,11 +82,14 @@ UNIT_HEADER = re.compile(r"(?:/s\b|\bs/|_s\b|_sps\b|\b(?:s|ms|us|min|MB|GB|MiB|G
 # --- what a provenance note is ---------------------------------------------------------------
 
 #: A command in inline code that produced figures: a benchmark script (it must exist), a
-#: test-suite command, or a shipped job run as is (``ianvs -f <job>.yaml``: the job must exist).
+#: test-suite command, a shipped job run as is (``ianvs -f <job>.yaml``: the job must exist), or
+#: one of the project's analysis modules run on a run's records (``python -m core.<module>``:
+#: the module must exist).
 COMMAND = re.compile(r"`(?:nice\s+-n\s+\d+\s+)?(?:(?:PYTHONPATH=\S+\s+)?python3?\s+)?"
                      r"(?P<script>benchmarks/[\w.-]+\.py|tests/suite/[\w.-]+\.py)\b[^`]*`"
                      r"|`(?P<suite>python3?\s+-m\s+pytest\b[^`]*|\.ci/run\b[^`]*)`"
-                     r"|`ianvs\s+-f\s+(?P<job>examples/[\w./-]+\.yaml)\b[^`]*`")
+                     r"|`ianvs\s+-f\s+(?P<job>examples/[\w./-]+\.yaml)\b[^`]*`"
+                     r"|`python3?\s+-m\s+(?P<module>core(?:\.\w+)+)\b[^`]*`")
 DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
 LOAD = re.compile(r"\bload(?: average| avg)?:?\s+(?:(?:about|~)\s*)?(?:\d|not recorded\b)"
                   r"|\|\s*load[^|\n]*\|", re.I)  # or a table column of loads
@@ -335,6 +338,8 @@ def has_provenance(text: str) -> list[str]:
         missing.append("a command (`python benchmarks/<script>.py ...`, `python -m pytest ...`)")
     for match in scripts:
         script = match.group("script") or match.group("job")
+        if match.group("module"):
+            script = match.group("module").replace(".", "/") + ".py"
         if script and not (REPO / script).is_file():
             missing.append(f"an existing script ({script} does not exist)")
     if not DATE.search(text):
@@ -583,3 +588,12 @@ def test_a_shipped_job_run_as_is_is_a_command() -> None:
     assert has_provenance(f"took 49 min (`ianvs -f {job}`, 2026-11-28, load 2.2-4.6)") == []
     missing = has_provenance("took 49 min (`ianvs -f examples/none.yaml`, 2026-11-28, load 2)")
     assert missing == ["an existing script (examples/none.yaml does not exist)"]
+
+
+def test_an_analysis_module_is_a_command() -> None:
+    """``python -m core.<module>`` on a run's records names the command when the module
+    exists; one that does not is reported like a missing script."""
+    ok = "`python -m core.scenarios.selfalign.verdict workspace/x`"
+    assert has_provenance(f"precision 0.80 ({ok}, 2026-11-29, load not recorded)") == []
+    missing = has_provenance("0.80 (`python -m core.nothing.here x`, 2026-11-29, load 2)")
+    assert missing == ["an existing script (core/nothing/here.py does not exist)"]
