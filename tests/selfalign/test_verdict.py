@@ -4,6 +4,7 @@ selfalign metric writes (a loop row's and a selection row's ``selfalign_per_task
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -106,9 +107,9 @@ def test_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_the_exact_mcnemar_p_is_the_reports() -> None:
-    """The module keeps its own copy (the scenarios may not import the report's layer)."""
-    from core.scenarios.selfalign.verdict import mcnemar_exact
+    """One exact McNemar for the report and this command (core.common.exact_tests)."""
+    from core.scenarios.selfalign import verdict
     from core.storymanager.report import stats
-    for a in range(30):
-        for b in range(30):
-            assert mcnemar_exact(a, b) == pytest.approx(stats.mcnemar_exact(a, b), abs=1e-12)
+    assert verdict.mcnemar_exact is stats.mcnemar_exact
+    assert verdict.mcnemar_exact(10, 4) == pytest.approx(2 * sum(
+        math.comb(14, i) for i in range(5)) / 2 ** 14)

@@ -84,6 +84,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.common.errors import ConfigError
+from core.common.jsonl import write_jsonl
 from core.scenarios.agreement import bootstrap_interval
 from core.scenarios.selfalign.mutants import make_mutants
 from core.scenarios.selfalign.sandbox import (INVALID, SandboxInfraError, SandboxSettings,
@@ -476,12 +477,11 @@ def _selection_row(records: list[Mapping[str, Any]], choices: SelectionStore, co
         "sandbox_runs_per_task": _share(runs, n), "wall_s_per_task": _share(wall, n),
         "tasks": n, "plain_tasks": 0, "unfinished": unfinished})
     try:
-        with (workspace / PER_TASK_FILE).open("w", encoding="utf-8") as fh:
-            for (r, c), h, ok in zip(done, hidden, selected_pass):
-                fh.write(json.dumps({
-                    "task_id": r["task_id"], "method": c["method"], "selected": c["selected"],
-                    "agreed": c["agreed"], "fallback": c["fallback"], "hidden_pass": h,
-                    "selected_pass": ok, "groups": c["groups"][:3]}) + "\n")
+        write_jsonl(workspace / PER_TASK_FILE, (
+            {"task_id": r["task_id"], "method": c["method"], "selected": c["selected"],
+             "agreed": c["agreed"], "fallback": c["fallback"], "hidden_pass": h,
+             "selected_pass": ok, "groups": c["groups"][:3]}
+            for (r, c), h, ok in zip(done, hidden, selected_pass)))
     except OSError as exc:
         logger.warning("could not write %s in %s: %s", PER_TASK_FILE, workspace, exc)
     return row
@@ -561,13 +561,11 @@ def _per_try(workspace: Path, done: list[tuple[Mapping[str, Any], list[TryRecord
             {"tries": list(range(1, depth + 1)), **plain,
              "intervals": {f"{name}_95": values for name, values in intervals.items()}},
             indent=1))
-        with (workspace / PER_TASK_FILE).open("w", encoding="utf-8") as fh:
-            for (r, tries), h, a in zip(done, hidden, aligned_at):
-                fh.write(json.dumps({
-                    "task_id": r["task_id"], "aligned_at": a, "tries": len(tries),
-                    "hidden_pass": h, "parse_failures": sum(x.parse_error is not None
-                                                            for x in tries),
-                    "tokens": sum(x.tokens for x in tries)}) + "\n")
+        write_jsonl(workspace / PER_TASK_FILE, (
+            {"task_id": r["task_id"], "aligned_at": a, "tries": len(tries), "hidden_pass": h,
+             "parse_failures": sum(x.parse_error is not None for x in tries),
+             "tokens": sum(x.tokens for x in tries)}
+            for (r, tries), h, a in zip(done, hidden, aligned_at)))
     except OSError as exc:
         logger.warning("could not write the per-try files in %s: %s", workspace, exc)
         return

@@ -26,9 +26,9 @@ one row's final program passes and the exact McNemar p, and how often the two ro
 programs got the same hidden verdict (the sampled loop's first try and a selection's sample 0
 are the same request, so there this is a reproducibility check of the model).
 
-Edge cases: a row with no agreed task prints ``-`` for precision (kappa is 0 when either verdict
-is constant, as Cohen's formula gives); a task without a try (``hidden_pass`` empty) counts as failing; a file that is not
-one of these rows' per-task file is an error naming it.
+Edge cases: a row with no agreed task prints ``-`` for precision (kappa is 0 when either
+verdict is constant, as Cohen's formula gives); a task without a try (``hidden_pass`` empty)
+counts as failing; a file that is not one of these rows' per-task file is an error naming it.
 """
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.common.errors import ConfigError, IanvsError
+from core.common.exact_tests import mcnemar_exact
 from core.common.jsonl import iter_jsonl
 from core.scenarios.agreement import bootstrap_interval, cohen_kappa
 
@@ -114,13 +115,6 @@ def _label(folder: Path) -> str:
         return folder.name
     parts = [f"{k}={hyper[k]}" for k in ("generator", "selection", "temperature") if k in hyper]
     return f"{case.get('algorithm', folder.name)}[{', '.join(parts)}]"
-
-
-def mcnemar_exact(only_a: int, only_b: int) -> float:
-    """Two-sided exact McNemar p from the discordant counts (a binomial test at 1/2; the
-    report's own version lives a layer above the scenarios, which may not import it)."""
-    n, k = only_a + only_b, min(only_a, only_b)
-    return 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
 
 
 def _share(items: Sequence[TaskVerdict], num: str, given: str | None,

@@ -9,6 +9,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+# the exact McNemar test lives below the scenarios, which use it too; re-exported here
+from core.common.exact_tests import EXACT_BINOMIAL_UP_TO, mcnemar_exact  # noqa: F401
+
 RESAMPLES = 2000
 SEED = 20261123
 #: resampled values held at once (bounds memory for large task sets: 100k tasks x 2000
@@ -84,30 +87,6 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], confidence: float =
         return 0.0, 0.0, 0.0, 1.0
     other_side = float(np.mean(means <= 0) if mean > 0 else np.mean(means >= 0))
     return mean, float(low), float(high), min(1.0, 2 * other_side)
-
-
-def mcnemar_exact(only_a: int, only_b: int) -> float:
-    """Two-sided exact McNemar p-value from the discordant pairs (tasks only A passes,
-    tasks only B passes): a binomial test of ``only_a`` out of ``only_a + only_b`` at 1/2.
-
-    Up to ``EXACT_BINOMIAL_UP_TO`` discordant pairs the tail is summed in integers; above, the
-    same terms are summed in floating point from their logarithms (the integer sum of a
-    50,000-pair tail took minutes; the terms below double precision's range add nothing)."""
-    n = only_a + only_b
-    if n == 0:
-        return 1.0
-    k = min(only_a, only_b)
-    if n <= EXACT_BINOMIAL_UP_TO:
-        tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
-    else:
-        log_norm = math.lgamma(n + 1) - n * math.log(2)
-        tail = math.fsum(math.exp(log_norm - math.lgamma(i + 1) - math.lgamma(n - i + 1))
-                         for i in range(k + 1))
-    return min(1.0, 2 * tail)
-
-
-#: discordant pairs up to which :func:`mcnemar_exact` sums the binomial tail in integers
-EXACT_BINOMIAL_UP_TO = 1000
 
 
 #: sign flips drawn by :func:`sign_flip_test` when exact enumeration is too large
