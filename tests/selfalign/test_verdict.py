@@ -88,6 +88,8 @@ def test_a_row_with_nothing_agreed_prints_no_precision(tmp_path: Path) -> None:
     ('{"task_id": "T/0", "hidden_pass": [true]}\n', "jsonl:1: neither a loop line"),
     ('{"task_id": "T/0", "aligned_at": 1, "hidden_pass": [true]}\n{oops\n', "jsonl:2: invalid JSON"),
     ("", "no tasks"),
+    ('{"task_id": "T/0", "aligned_at": 1, "hidden_pass": [true]}\n' * 2,
+     "jsonl:2: task T/0 appears twice"),
 ])
 def test_bad_files_are_named_with_their_line(tmp_path: Path, content: str, expected: str) -> None:
     (tmp_path / PER_TASK_FILE).write_text(content)

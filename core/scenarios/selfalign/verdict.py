@@ -28,7 +28,8 @@ are the same request, so there this is a reproducibility check of the model).
 
 Edge cases: a row with no agreed task prints ``-`` for precision (kappa is 0 when either
 verdict is constant, as Cohen's formula gives); a task without a try (``hidden_pass`` empty)
-counts as failing; a file that is not one of these rows' per-task file is an error naming it.
+counts as failing; a file that is not one of these rows' per-task file, or names a task twice,
+is an error naming its line.
 """
 from __future__ import annotations
 
@@ -94,8 +95,13 @@ def load_row(path: Path) -> Row:
                           f"(one holding {PER_TASK_FILE}) or that file")
     kinds: set[str] = set()
     tasks: list[TaskVerdict] = []
+    seen: set[str] = set()
     for number, line in iter_jsonl(file, what="self-align per-task file", finite=False):
         kind, task = _task(line, file, number)
+        if task.task_id in seen:
+            raise ConfigError(f"task {task.task_id} appears twice", source=file, line=number,
+                              hint="a per-task file holds one line per task")
+        seen.add(task.task_id)
         kinds.add(kind)
         tasks.append(task)
     if not tasks:
