@@ -115,3 +115,34 @@ def test_the_exact_mcnemar_p_is_the_reports() -> None:
     assert verdict.mcnemar_exact is stats.mcnemar_exact
     assert verdict.mcnemar_exact(10, 4) == pytest.approx(2 * sum(
         math.comb(14, i) for i in range(5)) / 2 ** 14)
+
+
+def test_first_replies_are_compared_as_text_when_the_records_are_there(tmp_path: Path) -> None:
+    """A loop folder's try-1 lines against a selection folder's sample 0: the pair line counts
+    the tasks whose first replies are the same code and tests; a resumed run's later line for a
+    task wins; a per-task file given alone has no records, so the count is left out."""
+    loop_dir = _row(tmp_path / "loop", LOOP[:3])
+    tries = [{"task_id": "T/0", "try": 1, "code": "def f(): return 1", "tests": ["assert f()"]},
+             {"task_id": "T/0", "try": 2, "code": "other", "tests": []},
+             {"task_id": "T/1", "try": 1, "code": "stale", "tests": []},
+             {"task_id": "T/1", "try": 1, "code": None, "tests": []},
+             {"task_id": "T/2", "try": 1, "code": "def g(): pass", "tests": ["assert 1"]}]
+    (loop_dir / "selfalign_tries.jsonl").write_text("".join(json.dumps(x) + "\n" for x in tries))
+    sel_dir = _row(tmp_path / "sel", [_select(f"T/{i}", True, [True], 0) for i in range(3)])
+    samples = {"T/0": ("def f(): return 1", ["assert f()"]), "T/1": (None, []),
+               "T/2": ("def g(): pass", ["assert 2"])}
+    (sel_dir / "selfalign_selection.jsonl").write_text("".join(json.dumps(
+        {"task_id": t, "samples": [{"index": 1, "code": "x", "tests": []},
+                                   {"index": 0, "code": code, "tests": tests}]}) + "\n"
+        for t, (code, tests) in samples.items()))
+    loop, sel = load_row(loop_dir), load_row(sel_dir)
+    assert loop.first_replies == {"T/0": ("def f(): return 1", ("assert f()",)),
+                                  "T/1": (None, ()), "T/2": ("def g(): pass", ("assert 1",))}
+    # T/0 same, T/1 both unreadable with no tests (same), T/2's tests differ
+    assert pair_lines(loop, sel)[0].endswith(
+        "; first replies identical (code and tests) on 2 of 3")
+    alone = load_row(loop_dir / PER_TASK_FILE)
+    assert alone.first_replies is None and "identical" not in pair_lines(alone, sel)[0]
+    (sel_dir / "selfalign_selection.jsonl").write_text('{"task_id": "T/0"}\n')
+    with pytest.raises(IanvsError, match="selection.jsonl:1: not a selection line"):
+        load_row(sel_dir)

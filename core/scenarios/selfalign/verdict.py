@@ -24,7 +24,10 @@ program (the loop's last try, the selection's selected sample). Printed per row,
 Given two or more rows, every pair of rows is also compared on the tasks both hold: tasks only
 one row's final program passes and the exact McNemar p, and how often the two rows' first
 programs got the same hidden verdict (the sampled loop's first try and a selection's sample 0
-are the same request, so there this is a reproducibility check of the model).
+are the same request, so there this is a reproducibility check of the model). When both rows
+are given as test case folders holding their records (a loop's ``selfalign_tries.jsonl``, a
+selection's ``selfalign_selection.jsonl``), the pair line also counts the tasks whose first
+replies are the same text (code and tests), the stronger form of that check.
 
 Edge cases: a row with no agreed task prints ``-`` for precision (kappa is 0 when either
 verdict is constant, as Cohen's formula gives); a task without a try (``hidden_pass`` empty)
@@ -60,13 +63,22 @@ class TaskVerdict:
     first_passed: bool
 
 
+#: A first reply as text: its code (``None`` when the reply could not be read) and its tests.
+Reply = tuple[str | None, tuple[str, ...]]
+
+
 @dataclass(frozen=True)
 class Row:
-    """A row's per-task verdicts, in file order; ``kind`` is ``loop`` or the selection method."""
+    """A row's per-task verdicts, in file order; ``kind`` is ``loop`` or the selection method.
+
+    ``first_replies`` maps a task to its first reply (the loop's try 1, the selection's
+    sample 0) when the row was loaded from a folder holding its records, else is ``None``.
+    """
 
     name: str
     kind: str
     tasks: tuple[TaskVerdict, ...]
+    first_replies: dict[str, Reply] | None = None
 
 
 def _task(line: dict[str, object], path: Path, number: int) -> tuple[str, TaskVerdict]:
@@ -108,7 +120,41 @@ def load_row(path: Path) -> Row:
         raise ConfigError("no tasks", source=file, hint="the row has not been scored yet")
     if len(kinds) > 1:
         raise ConfigError(f"lines of several rows ({', '.join(sorted(kinds))})", source=file)
-    return Row(_label(file.parent), kinds.pop(), tuple(tasks))
+    kind = kinds.pop()
+    replies = _first_replies(path) if path.is_dir() else None
+    return Row(_label(file.parent), kind, tuple(tasks), replies)
+
+
+TRIES_FILE = "selfalign_tries.jsonl"
+SELECTION_FILE = "selfalign_selection.jsonl"
+
+
+def _reply(code: object, tests: object) -> Reply:
+    return (code if isinstance(code, str) else None,
+            tuple(str(t) for t in tests) if isinstance(tests, list) else ())
+
+
+def _first_replies(folder: Path) -> dict[str, Reply] | None:
+    """Each task's first reply from the folder's records (the later line wins when a resumed
+    run wrote a task twice); ``None`` when the folder holds neither records file."""
+    replies: dict[str, Reply] = {}
+    if (folder / TRIES_FILE).is_file():
+        for _, line in iter_jsonl(folder / TRIES_FILE, what="self-align tries file", finite=False):
+            if line.get("try") == 1 and "task_id" in line:
+                replies[str(line["task_id"])] = _reply(line.get("code"), line.get("tests"))
+        return replies
+    if (folder / SELECTION_FILE).is_file():
+        for number, line in iter_jsonl(folder / SELECTION_FILE, what="self-align selection file",
+                                      finite=False):
+            samples = line.get("samples")
+            if "task_id" not in line or not isinstance(samples, list):
+                raise ConfigError("not a selection line (needs task_id and samples)",
+                                  source=folder / SELECTION_FILE, line=number)
+            first = next((x for x in samples if isinstance(x, dict) and x.get("index") == 0), None)
+            if first is not None:
+                replies[str(line["task_id"])] = _reply(first.get("code"), first.get("tests"))
+        return replies
+    return None
 
 
 def _label(folder: Path) -> str:
@@ -173,10 +219,16 @@ def pair_lines(a: Row, b: Row) -> list[str]:
     only_a = sum(x.passed and not y.passed for x, y in both)
     only_b = sum(y.passed and not x.passed for x, y in both)
     same_first = sum(x.first_passed == y.first_passed for x, y in both)
-    return [f"{a.name} vs {b.name}: {len(both)} shared tasks; final program passes only in "
+    line = (f"{a.name} vs {b.name}: {len(both)} shared tasks; final program passes only in "
             f"{a.name}: {only_a}, only in {b.name}: {only_b}, McNemar p = "
             f"{mcnemar_exact(only_a, only_b):.3g}; first programs' verdicts equal on "
-            f"{same_first} of {len(both)}"]
+            f"{same_first} of {len(both)}")
+    if a.first_replies is not None and b.first_replies is not None:
+        ra, rb = a.first_replies, b.first_replies
+        held = [x.task_id for x, _ in both if x.task_id in ra and x.task_id in rb]
+        same = sum(ra[t] == rb[t] for t in held)
+        line += f"; first replies identical (code and tests) on {same} of {len(held)}"
+    return [line]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
