@@ -23,7 +23,7 @@ from typing import Any
 from core.common.jsonl import write_jsonl
 from core.scenarios.comment.annotate import extract_annotations
 from core.scenarios.scoring import ScoredSample, iter_samples, mean, record_per_task
-from core.scenarios.text_similarity import SIMILARITY_COLUMNS, similarity
+from core.scenarios.text_similarity import SIMILARITY_COLUMNS, SIMILARITY_REQUIRES, similarity
 
 COLUMNS = ("code_preserved", "code_altered", "line_coverage", *SIMILARITY_COLUMNS,
            "scored_samples", "generation_error")
@@ -75,3 +75,4 @@ def comment_scores(y_true: Any, y_pred: Any, context: Any = None) -> dict[str, A
 
 
 comment_scores.columns = lambda: list(COLUMNS)  # type: ignore[attr-defined]
+comment_scores.requires = SIMILARITY_REQUIRES  # type: ignore[attr-defined]

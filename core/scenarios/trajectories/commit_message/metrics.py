@@ -26,7 +26,7 @@ from typing import Any
 
 from core.common.jsonl import write_jsonl
 from core.scenarios.scoring import iter_samples, mean, record_per_task, record_periods
-from core.scenarios.text_similarity import SIMILARITY_COLUMNS, similarity
+from core.scenarios.text_similarity import SIMILARITY_COLUMNS, SIMILARITY_REQUIRES, similarity
 from core.scenarios.trajectories.periods import commit_time, period_labels, period_of
 
 SCORE_COLUMNS = (*SIMILARITY_COLUMNS, "subject_chrf")
@@ -90,3 +90,4 @@ def _columns(periods: Sequence[str] | None = None) -> list[str]:
 
 
 commit_message_scores.columns = _columns  # type: ignore[attr-defined]
+commit_message_scores.requires = SIMILARITY_REQUIRES  # type: ignore[attr-defined]

@@ -65,6 +65,7 @@ from core.common.jsonl import write_jsonl
 from core.scenarios.trajectories.implement_change.answer import FAILURE_KINDS, parse_change
 from core.scenarios.repo.policy import GRADING as POLICY_GRADING
 from core.scenarios.scoring import iter_samples, mean, record_per_task, record_periods
+from core.scenarios.text_similarity import SACREBLEU, sacrebleu
 from core.scenarios.trajectories.periods import commit_time, period_labels, period_of
 
 PER_SAMPLE_FILE = "revise_scores.jsonl"
@@ -86,8 +87,7 @@ def changed_lines(before: Mapping[str, str], after: Mapping[str, str]) -> str:
 
 def score_revision(reply: str, record: Mapping[str, Any]) -> dict[str, Any]:
     """Per-sample scores of one reply (module docstring)."""
-    import sacrebleu
-
+    bleu = sacrebleu()
     files: dict[str, str] = dict(record["files"])
     with tempfile.TemporaryDirectory(prefix="ianvs-revise-") as tmp:
         root = Path(tmp)
@@ -102,7 +102,7 @@ def score_revision(reply: str, record: Mapping[str, Any]) -> dict[str, Any]:
     reference = {**files, **record["reference_files"]}
     model_lines = changed_lines(files, parsed.edits)
     ref_lines = changed_lines(files, record["reference_files"])
-    chrf = float(sacrebleu.sentence_chrf(model_lines, [ref_lines]).score) if model_lines and ref_lines else 0.0
+    chrf = float(bleu.sentence_chrf(model_lines, [ref_lines]).score) if model_lines and ref_lines else 0.0
     same = {p: t.rstrip("\n") for p, t in result.items()} == {p: t.rstrip("\n") for p, t in reference.items()}
     return {"failure": "", "form": parsed.form, "edit_chrf": chrf, "exact_match": float(same)}
 
@@ -193,3 +193,4 @@ def _columns(periods: Sequence[str] | None = None, sources_dir: str = "", timeou
 
 
 revise_scores.columns = _columns  # type: ignore[attr-defined]
+revise_scores.requires = (SACREBLEU,)  # type: ignore[attr-defined]
