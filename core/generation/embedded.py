@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from core.common.errors import IanvsError
+from core.common.requires import Requirement, import_required
 from core.generation.base import Generator
 from core.generation.cache_key import sample_key
 from core.generation.extract import complete_code, extract_code
@@ -119,13 +120,12 @@ def free_cores(window_s: float = 0.3) -> int:
     return max(1, min(cores, cores - int(busy + 0.5)))
 
 
+#: the optional heavy dependency the embedded generator imports on first use
+XLLAMACPP = Requirement("xllamacpp", "xllamacpp", "embedded")
+
+
 def _import_xllamacpp() -> Any:
-    try:
-        import xllamacpp  # noqa: PLC0415 - optional heavy dependency
-    except ImportError as exc:
-        raise IanvsError("the embedded generator needs the 'xllamacpp' package",
-                         hint="pip install xllamacpp (or the project's [embedded] extra)") from exc
-    return xllamacpp
+    return import_required(XLLAMACPP, "the embedded generator")
 
 
 def _file_sha256(path: Path) -> str:
