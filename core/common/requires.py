@@ -62,8 +62,16 @@ def import_required(req: Requirement, what: str) -> ModuleType:
 def missing_requirements(fn: Callable[..., Any],
                          params: Mapping[str, Any] | None = None) -> list[Requirement]:
     """The requirements ``fn`` declares (``fn.requires``) that are not installed, given the
-    metric's testenv parameters."""
+    metric's testenv parameters.
+
+    Raises:
+        TypeError: ``fn.requires`` is not a tuple or list of :class:`Requirement`.
+    """
     declared = getattr(fn, "requires", ())
+    if not isinstance(declared, (tuple, list)) or not all(
+            isinstance(req, Requirement) for req in declared):
+        raise TypeError("requires must be a tuple of core.common.requires.Requirement, got "
+                        f"{declared!r}")
     params = params or {}
     return [req for req in declared
             if not (req.unless_param is not None and req.unless_param in params

@@ -85,3 +85,16 @@ def test_the_import_names_the_part_and_the_install() -> None:
         import_required(Requirement("ianvs_no_such_module_3", "nope-pkg", "scenarios"), "scoring")
     assert e.value.hint == "pip install nope-pkg (or the project's [scenarios] extra)"
     assert import_required(Requirement("json", "json"), "x").__name__ == "json"
+
+
+def test_a_malformed_declaration_is_named_not_a_traceback(toy: Path) -> None:
+    """A plugin whose ``requires`` is a bare string (a likely slip) gets one line naming the
+    metric's testenv entry, not an AttributeError from iterating its characters."""
+    env = _with_plugin(toy)
+    (toy / "deep.py").write_text(PLUGIN.split("deep.requires")[0] + 'deep.requires = "sacrebleu"\n')
+    res = run_cli("validate", "-f", "benchmarkingjob.yaml", cwd=toy)
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    line = line_of(env, 'name: "deep"')
+    assert f"{env}:{line}: " in res.stderr, res.stderr
+    assert "metric 'deep': requires must be a tuple of core.common.requires.Requirement, " \
+        "got 'sacrebleu'" in res.stderr, res.stderr

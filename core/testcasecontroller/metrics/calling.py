@@ -92,7 +92,11 @@ def check_requirements(fn: Callable[..., Any], spec: MetricSpec) -> None:
     """Insist that the optional packages ``fn`` declares (``fn.requires``) are installed, so
     that a job stops here, before any model runs, rather than when its first test case is
     scored (:mod:`core.common.requires`)."""
-    missing = missing_requirements(fn, spec.params)
+    try:
+        missing = missing_requirements(fn, spec.params)
+    except TypeError as exc:
+        raise ConfigError(f"metric {spec.name!r}: {exc}", source=spec.source, line=spec.line,
+                          hint="fix the metric's plugin file") from exc
     if missing:
         names = ", ".join(repr(req.package) for req in missing)
         raise ConfigError(f"metric {spec.name!r} needs {names}, not installed",
