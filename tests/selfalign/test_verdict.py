@@ -146,3 +146,45 @@ def test_first_replies_are_compared_as_text_when_the_records_are_there(tmp_path:
     (sel_dir / "selfalign_selection.jsonl").write_text('{"task_id": "T/0"}\n')
     with pytest.raises(IanvsError, match="selection.jsonl:1: not a selection line"):
         load_row(sel_dir)
+
+
+def _try(task: str, number: int, outcomes: list[str] | None) -> dict[str, Any]:
+    units = None if outcomes is None else [{"index": i, "outcome": o} for i, o in
+                                           enumerate(outcomes)]
+    return {"task_id": task, "try": number, "code": "c", "tests": [], "units": units}
+
+
+def test_the_best_share_rule_is_read_from_the_stored_tries(tmp_path: Path) -> None:
+    """A loop folder with its tries: where nothing aligned, the try passing the largest share of
+    its own tests gives the final verdict (earliest on ties; a try whose tests did not run
+    counts as -1); an aligned task and a task without stored tries keep theirs; a resumed run's
+    line for try t replaces tries t and later. Without the tries file there is no such line."""
+    lines = [_loop("T/0", 1, [True]), _loop("T/4", None, [False, False, True]),
+             _loop("T/5", None, [True, False]), _loop("T/6", None, [False, True]),
+             _loop("T/7", None, [True, False]), _loop("T/9", None, [True])]
+    folder = _row(tmp_path / "loop", lines)
+    tries = [_try("T/0", 1, ["passed"]),
+             # T/4: try 1 (2 of 3) beats 2 and 3 (1 of 3): the rule keeps try 1, which fails
+             _try("T/4", 1, ["passed", "passed", "failed"]),
+             _try("T/4", 2, ["passed", "failed", "failed"]),
+             _try("T/4", 3, ["failed", "passed", "error"]),
+             # T/5: try 1's tests all pass but one is invalid (not a pass): 2/3 > 0/3 -> try 1 passes
+             _try("T/5", 1, ["passed", "passed", "invalid"]), _try("T/5", 2, ["failed"] * 3),
+             # T/6: a stale try 2 (all pass) is replaced by the resumed run's try 2 (none ran)
+             _try("T/6", 1, ["failed", "failed"]), _try("T/6", 2, ["passed", "passed"]),
+             _try("T/6", 3, ["passed", "passed"]), _try("T/6", 2, None),
+             # T/7: a tie (1 of 2 each) keeps the earliest, try 1, which passes
+             _try("T/7", 1, ["passed", "failed"]), _try("T/7", 2, ["failed", "passed"])]
+    (folder / "selfalign_tries.jsonl").write_text("".join(json.dumps(x) + "\n" for x in tries))
+    row = load_row(folder)
+    assert row.best_share_passed == {"T/0": True, "T/4": False, "T/5": True, "T/6": False,
+                                     "T/7": True, "T/9": True}
+    line = row_lines(row)[-1]
+    # last tries: T/0, T/4, T/6, T/9 pass; the rule: T/0, T/5, T/7, T/9 (T/6's try 3 is gone
+    # with the replaced try 2, so its try 1 is kept)
+    assert line.startswith("  best-share rule") and "4 pass (last try kept: 4)" in line
+    assert "2 fail -> pass, 2 pass -> fail, McNemar p = 1" in line
+    assert load_row(folder / PER_TASK_FILE).best_share_passed is None
+    (folder / "selfalign_tries.jsonl").write_text('{"task_id": "T/0"}\n')
+    with pytest.raises(IanvsError, match="tries.jsonl:1: not a try line"):
+        load_row(folder)

@@ -29,6 +29,13 @@ are given as test case folders holding their records (a loop's ``selfalign_tries
 selection's ``selfalign_selection.jsonl``), the pair line also counts the tasks whose first
 replies are the same text (code and tests), the stronger form of that check.
 
+A loop row given as a folder holding its ``selfalign_tries.jsonl`` also gets the **best-share
+rule** line: the hidden verdicts had the loop, when nothing aligned, kept the try whose code
+passed the largest share of its own tests (the earliest such try on ties; a try whose tests
+did not run has share -1) instead of the last try, with the exact McNemar p of that rule
+against the loop's own (read from the stored tries and their hidden verdicts: no model, no
+sandbox).
+
 Edge cases: a row with no agreed task prints ``-`` for precision (kappa is 0 when either
 verdict is constant, as Cohen's formula gives); a task without a try (``hidden_pass`` empty)
 counts as failing; a file that is not one of these rows' per-task file, or names a task twice,
@@ -79,6 +86,7 @@ class Row:
     kind: str
     tasks: tuple[TaskVerdict, ...]
     first_replies: dict[str, Reply] | None = None
+    best_share_passed: dict[str, bool] | None = None
 
 
 def _task(line: dict[str, object], path: Path, number: int) -> tuple[str, TaskVerdict]:
@@ -107,9 +115,11 @@ def load_row(path: Path) -> Row:
                           f"(one holding {PER_TASK_FILE}) or that file")
     kinds: set[str] = set()
     tasks: list[TaskVerdict] = []
+    hidden: dict[str, list[bool]] = {}
     seen: set[str] = set()
     for number, line in iter_jsonl(file, what="self-align per-task file", finite=False):
         kind, task = _task(line, file, number)
+        hidden[task.task_id] = [bool(v) for v in line["hidden_pass"]]
         if task.task_id in seen:
             raise ConfigError(f"task {task.task_id} appears twice", source=file, line=number,
                               hint="a per-task file holds one line per task")
@@ -122,7 +132,9 @@ def load_row(path: Path) -> Row:
         raise ConfigError(f"lines of several rows ({', '.join(sorted(kinds))})", source=file)
     kind = kinds.pop()
     replies = _first_replies(path) if path.is_dir() else None
-    return Row(_label(file.parent), kind, tuple(tasks), replies)
+    best = (_best_share(path, tasks, hidden)
+            if kind == "loop" and path.is_dir() and (path / TRIES_FILE).is_file() else None)
+    return Row(_label(file.parent), kind, tuple(tasks), replies, best)
 
 
 TRIES_FILE = "selfalign_tries.jsonl"
@@ -155,6 +167,44 @@ def _first_replies(folder: Path) -> dict[str, Reply] | None:
                 replies[str(line["task_id"])] = _reply(first.get("code"), first.get("tests"))
         return replies
     return None
+
+
+def _own_share(units: object) -> float:
+    """Share of a try's own tests that passed; -1 when none ran (unreadable reply, no tests)."""
+    if not isinstance(units, list) or not units:
+        return -1.0
+    return sum(isinstance(u, dict) and u.get("outcome") == "passed" for u in units) / len(units)
+
+
+def _best_share(folder: Path, tasks: Sequence[TaskVerdict],
+                hidden: dict[str, list[bool]]) -> dict[str, bool]:
+    """Each task's final hidden verdict under the best-share rule (module docstring).
+
+    The tries file is read as the loop reads it: a line for try t replaces the task's stored
+    tries t and later. An aligned task keeps its verdict; a try without a hidden verdict (the
+    per-task line is shorter than the tries) counts as failing.
+    """
+    shares: dict[str, dict[int, float]] = {}
+    for number, line in iter_jsonl(folder / TRIES_FILE, what="self-align tries file",
+                                   finite=False):
+        number_of_try = line.get("try")
+        if "task_id" not in line or not isinstance(number_of_try, int) or number_of_try < 1:
+            raise ConfigError("not a try line (needs task_id and try)",
+                              source=folder / TRIES_FILE, line=number)
+        stored = shares.setdefault(str(line["task_id"]), {})
+        for later in [t for t in stored if t >= number_of_try]:
+            del stored[later]
+        stored[number_of_try] = _own_share(line.get("units"))
+    final: dict[str, bool] = {}
+    for task in tasks:
+        stored = shares.get(task.task_id, {})
+        if task.agreed or not stored:
+            final[task.task_id] = task.passed
+            continue
+        best = max(sorted(stored), key=lambda t: stored[t])  # max keeps the earliest on ties
+        verdicts = hidden.get(task.task_id, [])
+        final[task.task_id] = verdicts[best - 1] if best <= len(verdicts) else False
+    return final
 
 
 def _label(folder: Path) -> str:
@@ -209,6 +259,14 @@ def row_lines(row: Row) -> list[str]:
     lines.append(f"  first -> final: {up} fail -> pass, {down} pass -> fail, "
                  f"McNemar p = {mcnemar_exact(up, down):.3g} "
                  f"({sum(x.first_passed for x in t)} -> {len(passing)} passing)")
+    if row.best_share_passed is not None:
+        best = row.best_share_passed
+        gain = sum(best[x.task_id] and not x.passed for x in t)
+        loss = sum(x.passed and not best[x.task_id] for x in t)
+        lines.append(f"  best-share rule (when nothing aligns, keep the try passing most of its "
+                     f"own tests): {sum(best.values())} pass (last try kept: {len(passing)}); "
+                     f"{gain} fail -> pass, {loss} pass -> fail, "
+                     f"McNemar p = {mcnemar_exact(gain, loss):.3g}")
     return lines
 
 
