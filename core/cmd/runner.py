@@ -8,6 +8,7 @@ from core.cmd.job import JobConfig
 from core.common.names import inside_workspace
 from core.scenarios import check_records, job_kind
 from core.scenarios.base import JobView
+from core.scenarios.budget import AnswerSize, answer_sizes, budget_warning
 from core.storymanager.rank.rank import save_rank
 from core.storymanager.rank.types import RankFiles
 from core.storymanager.visualization.visualization import visualize
@@ -63,10 +64,16 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
     check_kind(job)
     logger.info("test set: %d sample(s) in %s", samples, job.testenv.dataset.test.path)
     cases = build_testcases(list(job.algorithms), job.workspace, job.name, fresh=fresh)
+    sizes = answer_sizes_of(job)
     outcomes = []
     for number, case in enumerate(cases, start=1):
         logger.info("testcase %d/%d (%s) in %s", number, len(cases), case.describe(),
                     case.url)
+        for _, hyperparameters in case.combination.values():
+            warning = budget_warning(job_kind(job.testenv.task_kind).name, sizes,
+                                     hyperparameters)
+            if warning:
+                logger.warning("testcase %d/%d: %s", number, len(cases), warning)
         outcomes.append(run_testcase(case, job.testenv, show_progress, debug))
     finished = [o for o in outcomes if o.ok]
     rank_files = None
@@ -83,6 +90,14 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
         if report:
             _report(job, rank_files, metric_names, command or [], debug)
     return RunSummary(outcomes, rank_files)
+
+
+def answer_sizes_of(job: JobConfig) -> list[AnswerSize]:
+    """The test split's whole-answer sizes, for the budget check
+    (:func:`core.scenarios.budget.answer_sizes`; empty for a kind that fixes none)."""
+    kind = job_kind(job.testenv.task_kind)
+    test = job.testenv.dataset.parse("test", "inference")
+    return answer_sizes(kind, (kind.validate(r, source=str(test.path)) for r in test.records()))
 
 
 def job_view(job: JobConfig) -> JobView:

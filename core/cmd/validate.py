@@ -354,6 +354,31 @@ def _check_data(read: JobRead) -> list[str]:
     return []
 
 
+def _check_budget(read: JobRead) -> list[str]:
+    """Warnings for module variants whose ``max_tokens`` or ``n_ctx`` cannot hold the whole
+    answers the kind's prompts ask for (:mod:`core.scenarios.budget`), one per variant and
+    limit, at the hyperparameter's line."""
+    from core.cmd.runner import answer_sizes_of
+    from core.scenarios.budget import budget_problems
+
+    job, testenv = read.job(), read.testenv
+    if job is None or testenv is None or not (testenv.task_kind_ok and read.kind_ok):
+        return []
+    sizes = answer_sizes_of(job)
+    if not sizes:
+        return []
+    found: list[str] = []
+    for _, algorithm in read.algorithms:
+        for spec in algorithm.modules:
+            for variant in spec.variants:
+                for problem in budget_problems(sizes, variant):
+                    name = problem.split("=", 1)[0]
+                    found.append(f"{_at(algorithm.source, spec.line_of(name))}: {problem}; "
+                                 "the prompt asks for whole files, so those replies can be cut "
+                                 "and graded cut (raise it)")
+    return list(dict.fromkeys(found))
+
+
 def validate_job(path: Path) -> tuple[list[str], list[str]]:
     """Every problem of the job at ``path``, found in one pass: ``(problems, warnings)``, each
     problem one line ``<file>:<line>: <what> (<how to fix>)``.
@@ -383,4 +408,8 @@ def validate_job(path: Path) -> tuple[list[str], list[str]]:
         problems += _guard("checking the task kind", str(testenv.source),
                            functools.partial(_kind_names, testenv))
         problems += _check_data(read)
-    return list(dict.fromkeys(problems)), list(read.warnings)
+    warnings = list(read.warnings)
+    if not problems:
+        warnings += _guard("checking the token budget", str(path),
+                           functools.partial(_check_budget, read))
+    return list(dict.fromkeys(problems)), warnings

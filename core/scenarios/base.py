@@ -180,6 +180,13 @@ class TaskKind(abc.ABC):
         """The part of a model reply that is scored (default: the reply, stripped)."""
         return raw_output.strip()
 
+    def answer_chars(self, record: Mapping[str, Any]) -> int | None:
+        """Characters of the whole answer this record's prompt asks for, when the task fixes
+        its size (a kind asking for whole files: the reference's), so a token budget can be
+        checked against it (:mod:`core.scenarios.budget`). Default ``None``: the answer's size
+        is the model's to choose."""
+        return None
+
     @abc.abstractmethod
     def judge_view(self, record: Mapping[str, Any]) -> dict[str, str]:
         """What a judge or a human rater sees of the task: ``{"task": ..., "reference": ...}``."""

@@ -24,3 +24,6 @@ def test_every_shipped_job_validates_from_the_repository_root(job: str) -> None:
     res = run_cli("validate", "-f", job, cwd=REPO)
     assert res.returncode == 0, res.stderr[-2000:] + res.stdout[-1000:]
     assert "Traceback" not in res.stderr
+    # every shipped model budget holds the whole answers its prompts ask for (core/scenarios/
+    # budget.py): a reply cut at max_tokens would be graded cut
+    assert "may not hold the whole" not in res.stdout, res.stdout

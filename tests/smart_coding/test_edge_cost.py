@@ -23,8 +23,24 @@ def test_two_calls_side_by_side_count_once() -> None:
                     _pred({"completion_tokens": 50, "latency_s": 5.0, "finished_at": 100.0})]
     one_after_the_other = [_pred({"completion_tokens": 50, "latency_s": 5.0, "finished_at": 100.0}),
                            _pred({"completion_tokens": 50, "latency_s": 5.0, "finished_at": 105.0})]
-    assert edge_cost(None, side_by_side) == {"latency_s": 5.0, "tokens_per_s": 20.0}
-    assert edge_cost(None, one_after_the_other) == {"latency_s": 5.0, "tokens_per_s": 10.0}
+    for preds, speed in ((side_by_side, 20.0), (one_after_the_other, 10.0)):
+        result = edge_cost(None, preds)
+        assert (result["latency_s"], result["tokens_per_s"]) == (5.0, speed)
+        assert math.isnan(result["truncated"])  # no finish reason reported
     # failed calls and answers without token counts (gold controls) say nothing of speed
     assert math.isnan(edge_cost(None, [_pred({"latency_s": 0.0})])["tokens_per_s"])
     assert edge_cost(None, [_pred({"error": "down", "latency_s": 9.0})])["latency_s"] != 9.0
+
+
+def test_replies_cut_at_the_token_budget_are_counted() -> None:
+    """``truncated`` counts the samples whose backend stopped them at ``max_tokens``; a failed
+    call is not a reply; with no finish reason reported at all the count is unknown (NaN), not
+    0, so a gold control's row does not claim that nothing was cut."""
+    preds = [_pred({"finish_reason": "length", "completion_tokens": 8, "latency_s": 1.0}),
+             _pred({"finish_reason": "stop", "completion_tokens": 3, "latency_s": 1.0},
+                   {"finish_reason": "length", "completion_tokens": 8, "latency_s": 1.0}),
+             _pred({"error": "down", "finish_reason": "length", "latency_s": 1.0}),
+             _pred({"latency_s": 0.0})]
+    assert edge_cost(None, preds)["truncated"] == 2
+    assert edge_cost(None, [_pred({"finish_reason": "stop"})])["truncated"] == 0
+    assert math.isnan(edge_cost(None, [_pred({"latency_s": 0.0})])["truncated"])

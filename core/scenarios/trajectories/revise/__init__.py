@@ -118,6 +118,10 @@ class ReviseKind(TaskKind):
         and left out)."""
         return whole_files_reply(record["reference_files"])
 
+    def answer_chars(self, record: Mapping[str, Any]) -> int | None:
+        """The prompt asks for every changed file whole: the reference reply's length."""
+        return len(self.reference(record))
+
     def answer(self, raw_output: str, record: Mapping[str, Any]) -> str:
         return raw_output
 

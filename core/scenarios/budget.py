@@ -1,0 +1,96 @@
+"""Whether a test case's token budget can hold the answers its prompts ask for.
+
+A kind whose prompt asks for a whole answer of a size the task fixes (``implement_change`` and
+``revise`` ask for every changed file whole) says how long that answer is
+(:meth:`~core.scenarios.base.TaskKind.answer_chars`: the reference answer's characters). A reply
+cut at ``max_tokens`` is graded as cut -- a truncated file fails its tests or scores low on
+similarity -- so a budget below the answer's size scores the budget, not the model. The runner
+warns at a test case's start (:func:`budget_warning`) and ``ianvs validate`` at the
+hyperparameter's line; the ``truncated`` column of ``edge_cost`` counts the replies that were
+cut. The prompt and the answer must also fit the model's context: ``n_ctx``, when given, is
+checked against both together.
+
+Tokens are estimated from characters at :data:`CHARS_PER_TOKEN` = 3, below what BPE tokenizers
+give for code and English (Qwen2.5-Coder's replies on networkx files ran at 3.5-4.8 characters
+a token), so a budget that passes holds the answer with room to spare; one that fails may still
+hold it for a tokenizer that packs more. Edge cases: a kind that fixes no answer size
+(``answer_chars`` ``None``) is never checked; nor is a limit not given as an integer
+hyperparameter (gold controls answer without a budget; a generator's own default, such as the
+embedded model's ``n_ctx`` of 4096, is not seen here).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.scenarios.base import TaskKind
+
+#: characters per token assumed when estimating an answer's tokens (a low estimate: see above)
+CHARS_PER_TOKEN = 3.0
+
+
+def answer_tokens(chars: int) -> int:
+    """Tokens an answer of ``chars`` characters may need, at :data:`CHARS_PER_TOKEN`."""
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class AnswerSize:
+    """One task's whole answer and its prompt, in characters."""
+
+    task_id: str
+    answer_chars: int
+    prompt_chars: int
+
+
+def answer_sizes(kind: TaskKind, records: Iterable[Mapping[str, Any]]) -> list[AnswerSize]:
+    """The sizes of every record for which ``kind`` fixes the answer's size (validated
+    records: ``id`` set); empty for a kind that fixes none (then nothing is read)."""
+    if type(kind).answer_chars is TaskKind.answer_chars:
+        return []
+    sizes: list[AnswerSize] = []
+    for record in records:
+        chars = kind.answer_chars(record)
+        if chars is not None:
+            prompt = sum(len(m["content"]) for m in kind.messages(record))
+            sizes.append(AnswerSize(str(record.get("id")), chars, prompt))
+    return sizes
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def budget_problems(sizes: Sequence[AnswerSize], hyperparameters: Mapping[str, Any]) -> list[str]:
+    """What a test case's budget cannot hold: tasks whose whole answer may need more than its
+    ``max_tokens``, and tasks whose prompt and answer together may need more than its
+    ``n_ctx`` (each checked only when given as an integer), one phrase per shortfall with the
+    count and the largest task."""
+    found: list[str] = []
+    max_tokens, n_ctx = _int(hyperparameters.get("max_tokens")), _int(hyperparameters.get("n_ctx"))
+    checks = (("max_tokens", max_tokens, lambda x: answer_tokens(x.answer_chars), "answer"),
+              ("n_ctx", n_ctx, lambda x: answer_tokens(x.answer_chars + x.prompt_chars),
+               "prompt and answer"))
+    for name, limit, need, what in checks:
+        if limit is None:
+            continue
+        short = sorted(((need(x), x.task_id) for x in sizes if need(x) > limit), reverse=True)
+        if short:
+            found.append(f"{name}={limit} may not hold the whole {what} on {len(short)} of "
+                         f"{len(sizes)} task(s) (the largest, {short[0][1]}, may need "
+                         f"{short[0][0]} tokens at {CHARS_PER_TOKEN:g} characters a token)")
+    return found
+
+
+def budget_warning(kind_name: str, sizes: Sequence[AnswerSize],
+                   hyperparameters: Mapping[str, Any]) -> str | None:
+    """The warning for a test case whose budget cannot hold the whole answers the
+    ``kind_name`` prompts ask for (:func:`budget_problems`), or ``None``."""
+    problems = budget_problems(sizes, hyperparameters)
+    if not problems:
+        return None
+    return (f"{'; '.join(problems)}: the {kind_name} prompt asks for whole files, so those "
+            f"replies can be cut and are then graded cut (the truncated column counts them); "
+            f"raise the budget")
