@@ -8,7 +8,7 @@ repositories' environments), optionally points its ``test_index`` at another fil
 example's ``data/`` (``--data humaneval.jsonl``: the full HumanEval set), and runs
 ``ianvs -f benchmarkingjob.yaml --no-progress`` on it, ``--hogs`` busy-looping processes beside
 it (0: alone). Prints, per generator row of the leaderboard, its main columns and
-``latency_s``/``tokens_per_s``, the model's load time and thread count from the log, the LLM
+``latency_s``/``tokens_per_s``/``truncated`` (replies cut at ``max_tokens``), the model's load time and thread count from the log, the LLM
 judge's call times (jobs with a judge), then a provenance line (:mod:`_provenance`) and, last::
 
     job=<name> wall_s=<n> cpu_s=<n> model_load_s=<n> tasks=<n> hogs=<n> rows=<n> gold_ok=<bool>
@@ -48,7 +48,7 @@ from _provenance import Provenance  # noqa: E402
 BENCH = REPO / "examples" / "smart_coding" / "smart_coding_learning_bench"
 JOBS = ("codegen", "comment", "issue", "repo", "commit_message", "implement_change", "revise",
         "selfalign", "cloudedge")
-#: The leaderboard columns shown per job (besides generator, latency_s, tokens_per_s).
+#: The leaderboard columns shown per job (besides generator, latency_s, tokens_per_s, truncated).
 COLUMNS = {
     "codegen": ("pass@1", "passed", "failed", "error", "syntax_error", "timeout"),
     "comment": ("code_preserved", "code_altered", "line_coverage", "chrf", "bleu", "rouge_l"),
@@ -271,7 +271,7 @@ def main() -> int:
         for row in table:
             per_part = [c for c in row if c.startswith(f"{MAIN[args.job]}[")]  # pass@1[toolz]
             shown = " ".join(f"{c}={row.get(c, '')}" for c in
-                             (*COLUMNS[args.job], *per_part, "latency_s", "tokens_per_s"))
+                             (*COLUMNS[args.job], *per_part, "latency_s", "tokens_per_s", "truncated"))
             who = row.get("basemodel-generator") or " ".join(
                 v for v in (row.get("hard_example_mining"),
                             row.get("hard_example_mining-threshold")) if v) or "?"
