@@ -14,9 +14,9 @@ Tokens are estimated from characters at :data:`CHARS_PER_TOKEN` = 3, below what 
 give for code and English (Qwen2.5-Coder's replies on networkx files ran at 3.5-4.8 characters
 a token), so a budget that passes holds the answer with room to spare; one that fails may still
 hold it for a tokenizer that packs more. Edge cases: a kind that fixes no answer size
-(``answer_chars`` ``None``) is never checked; nor is a limit not given as an integer
-hyperparameter (gold controls answer without a budget; a generator's own default, such as the
-embedded model's ``n_ctx`` of 4096, is not seen here).
+(``answer_chars`` ``None``) is never checked; nor is a gold control's test case (its answer
+is a fixed text), nor a limit not given as an integer hyperparameter (a generator's own
+default, such as the embedded model's ``n_ctx`` of 4096, is not seen here).
 """
 from __future__ import annotations
 
@@ -25,7 +25,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.generation.codegen_model import CONTROL_GENERATORS
 from core.scenarios.base import TaskKind
+
+#: generators that answer with a fixed text, not a model, so no budget cuts them (the
+#: trajectory kinds' ``reference`` is :mod:`core.scenarios.model`'s alias of ``canonical``)
+GOLD_CONTROLS = frozenset((*CONTROL_GENERATORS, "reference"))
 
 #: characters per token assumed when estimating an answer's tokens (a low estimate: see above)
 CHARS_PER_TOKEN = 3.0
@@ -67,7 +72,9 @@ def budget_problems(sizes: Sequence[AnswerSize], hyperparameters: Mapping[str, A
     """What a test case's budget cannot hold: tasks whose whole answer may need more than its
     ``max_tokens``, and tasks whose prompt and answer together may need more than its
     ``n_ctx`` (each checked only when given as an integer), one phrase per shortfall with the
-    count and the largest task."""
+    count and the largest task. A gold control (:data:`GOLD_CONTROLS`) has none."""
+    if str(hyperparameters.get("generator")) in GOLD_CONTROLS:
+        return []
     found: list[str] = []
     max_tokens, n_ctx = _int(hyperparameters.get("max_tokens")), _int(hyperparameters.get("n_ctx"))
     checks = (("max_tokens", max_tokens, lambda x: answer_tokens(x.answer_chars), "answer"),

@@ -37,7 +37,10 @@ def test_the_shortfalls_of_max_tokens_and_n_ctx() -> None:
     # limits not given as integers are not checked (a gold control has none)
     for hyper in ({}, {"max_tokens": True}, {"max_tokens": "many"}, {"max_tokens": 2.5}):
         assert budget_problems(sizes, hyper) == [] and budget_warning("k", sizes, hyper) is None
-    warning = budget_warning("implement_change", sizes, {"max_tokens": 300})
+    # a gold control answers with a fixed text: no budget cuts it
+    for control in ("reference", "canonical", "broken"):
+        assert budget_problems(sizes, {"max_tokens": 300, "generator": control}) == []
+    warning = budget_warning("implement_change", sizes, {"max_tokens": 300, "generator": "embedded"})
     assert warning is not None and warning.startswith("max_tokens=300 may not hold")
     assert "implement_change prompt asks for whole files" in warning
 
@@ -87,15 +90,25 @@ def test_validate_warns_at_the_hyperparameters_line(tmp_path: Path) -> None:
 
 
 def test_a_run_warns_at_the_test_case_that_falls_short(tmp_path: Path) -> None:
-    """The gold controls through ``ianvs -f`` with a budget of 100 tokens: the warning is logged
-    at each test case's start (the run itself goes on: the reference is not a model and is not
-    cut, it passes)."""
-    root = _job(tmp_path, 100, '["reference", "broken"]')
+    """A budget of 100 tokens through ``ianvs -f``: the warning is logged at the start of the
+    test case, and the run goes on. The model is the ``replay`` generator answering with the
+    reference from a recording (no model is loaded here; the embedded model's own run of this
+    job is in ``test_default_jobs.py``; gold controls are never warned, above)."""
+    root = _job(tmp_path, 100, '["replay"]')
+    kind = get_kind("implement_change")
+    record = kind.validate(json.loads(SUBSET.open().readline()))
+    samples = root / "replies.jsonl"
+    samples.write_text(json.dumps({"task_id": record["id"], "solution": kind.reference(record)})
+                       + "\n")
+    algorithm = root / "testalgorithms" / "gen" / "gen_algorithm.yaml"
+    algorithm.write_text(algorithm.read_text().replace(
+        "        - max_tokens:", f'        - samples_path:\n            values: ["{samples}"]\n'
+        "        - max_tokens:"))
     res = run_cli("-f", str(root / "benchmarkingjob.yaml"), "--no-progress", "--no-report",
                   cwd=root, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     warned = [line for line in res.stderr.splitlines() if "may not hold the whole" in line]
-    assert len(warned) == 2 and all("testcase " in line and "max_tokens=100" in line
-                                    for line in warned), res.stderr[-3000:]
+    assert len(warned) == 1 and "testcase 1/1" in warned[0] and "max_tokens=100" in warned[0], \
+        res.stderr[-3000:]
     rows = (next(root.glob("workspace/*/rank/all_rank.csv"))).read_text()
     assert "truncated" in rows.splitlines()[0]
