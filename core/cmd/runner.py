@@ -8,7 +8,7 @@ from core.cmd.job import JobConfig
 from core.common.names import inside_workspace
 from core.scenarios import check_records, job_kind
 from core.scenarios.base import JobView
-from core.scenarios.budget import AnswerSize, answer_sizes, budget_warning
+from core.scenarios.budget import AnswerSize, answer_sizes, budget_warning, fixes_answer_size
 from core.storymanager.rank.rank import save_rank
 from core.storymanager.rank.types import RankFiles
 from core.storymanager.visualization.visualization import visualize
@@ -96,6 +96,8 @@ def answer_sizes_of(job: JobConfig) -> list[AnswerSize]:
     """The test split's whole-answer sizes, for the budget check
     (:func:`core.scenarios.budget.answer_sizes`; empty for a kind that fixes none)."""
     kind = job_kind(job.testenv.task_kind)
+    if not fixes_answer_size(kind):
+        return []  # nothing to read (a JSON or CSV test set would be parsed whole)
     test = job.testenv.dataset.parse("test", "inference")
     return answer_sizes(kind, (kind.validate(r, source=str(test.path)) for r in test.records()))
 

@@ -50,10 +50,15 @@ class AnswerSize:
     prompt_chars: int
 
 
+def fixes_answer_size(kind: TaskKind) -> bool:
+    """Whether ``kind`` says how long its answers are (overrides ``answer_chars``)."""
+    return type(kind).answer_chars is not TaskKind.answer_chars
+
+
 def answer_sizes(kind: TaskKind, records: Iterable[Mapping[str, Any]]) -> list[AnswerSize]:
     """The sizes of every record for which ``kind`` fixes the answer's size (validated
     records: ``id`` set); empty for a kind that fixes none (then nothing is read)."""
-    if type(kind).answer_chars is TaskKind.answer_chars:
+    if not fixes_answer_size(kind):
         return []
     sizes: list[AnswerSize] = []
     for record in records:
