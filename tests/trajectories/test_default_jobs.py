@@ -75,6 +75,8 @@ def test_implement_change_default_job(tmp_path: Path) -> None:
     assert ref["grading"] == "in_process_confined" and ref["form_files"] == "1" and broken["no_change"] == "1"
     assert ref["samples[before 2024-06-01]"] == "1"
     assert sum(int(model[c]) for c in OUTCOMES) + int(model["generation_error"]) == 1
+    # replies cut at max_tokens are counted for the model, unknown for the fixed-text controls
+    assert model["truncated"] in ("0", "1") and ref["truncated"] == broken["truncated"] == ""
     scores = {}  # implement_scores.jsonl, what period_compare reads, per generator
     for case in (tmp_path / "job").glob("workspace/*/*/*/case.json"):
         generator = json.loads(case.read_text())["modules"]["basemodel"]["hyperparameters"]["generator"]
@@ -96,3 +98,4 @@ def test_revise_default_job(tmp_path: Path) -> None:
     assert ref["score"] == ref["tests_pass@1"] == ref["exact_match"] == "1.0" and ref["grading"] == "in_process_confined"
     assert (ref["test_graded"], ref["similarity_graded"]) == ("1", "1")
     assert broken["score"] == broken["tests_pass@1"] == "0.0" and broken["no_change"] == "2"
+    assert rows["embedded"]["truncated"] in ("0", "1", "2") and ref["truncated"] == ""
