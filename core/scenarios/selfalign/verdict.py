@@ -62,12 +62,14 @@ PER_TASK_FILE = "selfalign_per_task.jsonl"
 
 @dataclass(frozen=True)
 class TaskVerdict:
-    """One task of one row: its own agreement signal and the hidden verdicts."""
+    """One task of one row: its own agreement signal and the hidden verdicts (``tries``: a
+    loop task's hidden verdict per try, in order; empty for a selection's task)."""
 
     task_id: str
     agreed: bool
     passed: bool
     first_passed: bool
+    tries: tuple[bool, ...] = ()
 
 
 #: A first reply as text: its code (``None`` when the reply could not be read) and its tests.
@@ -99,7 +101,7 @@ def _task(line: dict[str, object], path: Path, number: int) -> tuple[str, TaskVe
     first = verdicts[0] if verdicts else False
     if "aligned_at" in line:
         return "loop", TaskVerdict(str(line["task_id"]), line["aligned_at"] is not None,
-                                   verdicts[-1] if verdicts else False, first)
+                                   verdicts[-1] if verdicts else False, first, tuple(verdicts))
     if "selected_pass" in line:
         return str(line.get("method") or "selection"), TaskVerdict(
             str(line["task_id"]), bool(line.get("agreed")), bool(line["selected_pass"]), first)
@@ -115,11 +117,9 @@ def load_row(path: Path) -> Row:
                           f"(one holding {PER_TASK_FILE}) or that file")
     kinds: set[str] = set()
     tasks: list[TaskVerdict] = []
-    hidden: dict[str, list[bool]] = {}
     seen: set[str] = set()
     for number, line in iter_jsonl(file, what="self-align per-task file", finite=False):
         kind, task = _task(line, file, number)
-        hidden[task.task_id] = [bool(v) for v in line["hidden_pass"]]
         if task.task_id in seen:
             raise ConfigError(f"task {task.task_id} appears twice", source=file, line=number,
                               hint="a per-task file holds one line per task")
@@ -132,7 +132,7 @@ def load_row(path: Path) -> Row:
         raise ConfigError(f"lines of several rows ({', '.join(sorted(kinds))})", source=file)
     kind = kinds.pop()
     replies = _first_replies(path) if path.is_dir() else None
-    best = (_best_share(path, tasks, hidden)
+    best = (_best_share(path, tasks)
             if kind == "loop" and path.is_dir() and (path / TRIES_FILE).is_file() else None)
     return Row(_label(file.parent), kind, tuple(tasks), replies, best)
 
@@ -176,8 +176,7 @@ def _own_share(units: object) -> float:
     return sum(isinstance(u, dict) and u.get("outcome") == "passed" for u in units) / len(units)
 
 
-def _best_share(folder: Path, tasks: Sequence[TaskVerdict],
-                hidden: dict[str, list[bool]]) -> dict[str, bool]:
+def _best_share(folder: Path, tasks: Sequence[TaskVerdict]) -> dict[str, bool]:
     """Each task's final hidden verdict under the best-share rule (module docstring).
 
     The tries file is read as the loop reads it: a line for try t replaces the task's stored
@@ -202,8 +201,7 @@ def _best_share(folder: Path, tasks: Sequence[TaskVerdict],
             final[task.task_id] = task.passed
             continue
         best = max(sorted(stored), key=lambda t: stored[t])  # max keeps the earliest on ties
-        verdicts = hidden.get(task.task_id, [])
-        final[task.task_id] = verdicts[best - 1] if best <= len(verdicts) else False
+        final[task.task_id] = task.tries[best - 1] if best <= len(task.tries) else False
     return final
 
 
