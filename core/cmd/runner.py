@@ -65,13 +65,13 @@ def run_job(job: JobConfig, *, fresh: bool = False, show_progress: bool = True,
     logger.info("test set: %d sample(s) in %s", samples, job.testenv.dataset.test.path)
     cases = build_testcases(list(job.algorithms), job.workspace, job.name, fresh=fresh)
     sizes = answer_sizes_of(job)
+    kind_name = job_kind(job.testenv.task_kind).name
     outcomes = []
     for number, case in enumerate(cases, start=1):
         logger.info("testcase %d/%d (%s) in %s", number, len(cases), case.describe(),
                     case.url)
         for _, hyperparameters in case.combination.values():
-            warning = budget_warning(job_kind(job.testenv.task_kind).name, sizes,
-                                     hyperparameters)
+            warning = budget_warning(kind_name, sizes, hyperparameters)
             if warning:
                 logger.warning("testcase %d/%d: %s", number, len(cases), warning)
         outcomes.append(run_testcase(case, job.testenv, show_progress, debug))

@@ -359,7 +359,8 @@ def _check_budget(read: JobRead) -> list[str]:
     answers the kind's prompts ask for (:mod:`core.scenarios.budget`), one per variant and
     limit, at the hyperparameter's line."""
     from core.cmd.runner import answer_sizes_of
-    from core.scenarios.budget import budget_problems
+    from core.scenarios import job_kind
+    from core.scenarios.budget import budget_problems, consequence
 
     job, testenv = read.job(), read.testenv
     if job is None or testenv is None or not (testenv.task_kind_ok and read.kind_ok):
@@ -367,15 +368,14 @@ def _check_budget(read: JobRead) -> list[str]:
     sizes = answer_sizes_of(job)
     if not sizes:
         return []
+    effect = consequence(job_kind(job.testenv.task_kind).name)
     found: list[str] = []
     for _, algorithm in read.algorithms:
         for spec in algorithm.modules:
             for variant in spec.variants:
                 for problem in budget_problems(sizes, variant):
-                    name = problem.split("=", 1)[0]
-                    found.append(f"{_at(algorithm.source, spec.line_of(name))}: {problem}; "
-                                 "the prompt asks for whole files, so those replies can be cut "
-                                 "and graded cut (raise it)")
+                    found.append(f"{_at(algorithm.source, spec.line_of(problem.limit))}: "
+                                 f"{problem.text}: {effect} (raise {problem.limit})")
     return list(dict.fromkeys(found))
 
 

@@ -73,14 +73,30 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def budget_problems(sizes: Sequence[AnswerSize], hyperparameters: Mapping[str, Any]) -> list[str]:
+@dataclass(frozen=True)
+class BudgetProblem:
+    """One limit that falls short: its hyperparameter (``max_tokens`` or ``n_ctx``) and what
+    it cannot hold (the count and the largest task)."""
+
+    limit: str
+    text: str
+
+
+def consequence(kind_name: str) -> str:
+    """What a shortfall does, said the same way by a run and by ``ianvs validate``."""
+    return (f"the {kind_name} prompt asks for whole files, so those replies can be cut and are "
+            f"then graded cut; the truncated column counts them")
+
+
+def budget_problems(sizes: Sequence[AnswerSize],
+                    hyperparameters: Mapping[str, Any]) -> list[BudgetProblem]:
     """What a test case's budget cannot hold: tasks whose whole answer may need more than its
     ``max_tokens``, and tasks whose prompt and answer together may need more than its
-    ``n_ctx`` (each checked only when given as an integer), one phrase per shortfall with the
-    count and the largest task. A gold control (:data:`GOLD_CONTROLS`) has none."""
+    ``n_ctx`` (each checked only when given as an integer), one problem per limit that falls
+    short. A gold control (:data:`GOLD_CONTROLS`) has none."""
     if str(hyperparameters.get("generator")) in GOLD_CONTROLS:
         return []
-    found: list[str] = []
+    found: list[BudgetProblem] = []
     max_tokens, n_ctx = _int(hyperparameters.get("max_tokens")), _int(hyperparameters.get("n_ctx"))
     checks = (("max_tokens", max_tokens, lambda x: answer_tokens(x.answer_chars), "answer"),
               ("n_ctx", n_ctx, lambda x: answer_tokens(x.answer_chars + x.prompt_chars),
@@ -90,9 +106,10 @@ def budget_problems(sizes: Sequence[AnswerSize], hyperparameters: Mapping[str, A
             continue
         short = sorted(((need(x), x.task_id) for x in sizes if need(x) > limit), reverse=True)
         if short:
-            found.append(f"{name}={limit} may not hold the whole {what} on {len(short)} of "
-                         f"{len(sizes)} task(s) (the largest, {short[0][1]}, may need "
-                         f"{short[0][0]} tokens at {CHARS_PER_TOKEN:g} characters a token)")
+            found.append(BudgetProblem(name, (
+                f"{name}={limit} may not hold the whole {what} on {len(short)} of "
+                f"{len(sizes)} task(s) (the largest, {short[0][1]}, may need "
+                f"{short[0][0]} tokens at {CHARS_PER_TOKEN:g} characters a token)")))
     return found
 
 
@@ -103,6 +120,4 @@ def budget_warning(kind_name: str, sizes: Sequence[AnswerSize],
     problems = budget_problems(sizes, hyperparameters)
     if not problems:
         return None
-    return (f"{'; '.join(problems)}: the {kind_name} prompt asks for whole files, so those "
-            f"replies can be cut and are then graded cut (the truncated column counts them); "
-            f"raise the budget")
+    return f"{'; '.join(p.text for p in problems)}: {consequence(kind_name)}; raise the budget"

@@ -29,7 +29,8 @@ def test_the_shortfalls_of_max_tokens_and_n_ctx() -> None:
     assert answer_tokens(3000) == math.ceil(3000 / CHARS_PER_TOKEN) == 1000
     assert budget_problems(sizes, {"max_tokens": 1000, "n_ctx": 2400}) == []
     found = budget_problems(sizes, {"max_tokens": 300, "n_ctx": 2000})
-    assert found == [
+    assert [p.limit for p in found] == ["max_tokens", "n_ctx"]
+    assert [p.text for p in found] == [
         "max_tokens=300 may not hold the whole answer on 2 of 3 task(s) (the largest, large, "
         "may need 1000 tokens at 3 characters a token)",
         "n_ctx=2000 may not hold the whole prompt and answer on 1 of 3 task(s) (the largest, "
