@@ -18,8 +18,9 @@ never wait for each other: a busy core slows only the request on it, and on an i
 they decode several tasks at once. The weights are memory-mapped, so the instances share them;
 each has its own context (KV cache). Outputs do not depend on which instance answers nor on
 what it answered before: for a given seed and decoding a request's output is the same on any
-instance (``benchmarks/embedded_instances.py`` checks this beside its timings, and other thread
-counts on its tasks; see below for near-ties). ``n_threads`` set
+instance (``tests/generation/test_embedded_instances.py`` checks this, and other thread
+counts on its tasks; ``benchmarks/embedded_threads.py`` times the shapes; see below for
+near-ties). ``n_threads`` set
 explicitly keeps the earlier shape: one instance on that many threads (more with
 ``instances``). Requests are sent from ``concurrency`` threads; with ``n_parallel`` slots an
 instance batches them.
@@ -46,6 +47,22 @@ Two choices in how requests are sent:
   its answers.
 
 A thread count other than one can still change a near-tie (the sums are split differently).
+
+**Speculation** (``speculative="ngram-simple"``, off by default): llama.cpp drafts the next
+tokens by finding the last few generated tokens earlier in the request's own tokens (prompt and
+reply so far) and copying what followed them, then checks the whole draft in one batch. A reply
+that rewrites a file it was shown copies long runs of it, so the drafts are often right: on
+five networkx implement-change tasks (whole files, the 0.5B model, one instance each way) it
+took 0.62-0.67 of the time per reply, median 0.63, with the same five replies
+(``benchmarks/embedded_speculation.py``, 2026-11-29). The draft depends on nothing but the
+request, so a request's reply is still the same on any instance and after any other request.
+It is not always the reply plain decoding gives: a batch of drafted tokens is evaluated with
+other arithmetic than one token at a time, and at a near-tie the greedy pick changes (in a
+first trial, ``networkx@0eb2f98ce29f``'s reply was 578 characters plain and 4,900 with
+speculation). So it is part of the generator's identity (answers made one way are not reused
+for the other), and a job compares models under the same setting. ``ngram-mod`` and
+``ngram-cache`` are refused: they share their n-gram statistics across requests, which would make
+a reply depend on the requests served before it.
 """
 from __future__ import annotations
 
@@ -72,6 +89,35 @@ LOGGER = logging.getLogger(__name__)
 
 #: the most model instances :func:`default_instances` starts (each holds its own context)
 MAX_INSTANCES = 4
+
+#: the ``speculative`` settings accepted, to llama.cpp's type name (module docstring: only
+#: drafts made from the request's own tokens, so a reply does not depend on other requests)
+SPECULATIVE = {"none": "COMMON_SPECULATIVE_TYPE_NONE",
+               "ngram-simple": "COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE"}
+
+#: speculative types llama.cpp offers that are refused here, with why
+_SPECULATIVE_REFUSED = {
+    "ngram-mod": "it shares one n-gram pool across requests, so a reply would depend on the "
+                 "requests answered before it",
+    "ngram-cache": "it keeps n-gram statistics across requests, so a reply would depend on the "
+                   "requests answered before it",
+    "draft": "it needs a second (draft) model, which the embedded generator does not load",
+}
+
+
+def speculative_setting(value: str | None) -> str:
+    """The checked ``speculative`` setting (``None`` is ``"none"``).
+
+    Raises:
+        IanvsError: a value not in :data:`SPECULATIVE`; for one llama.cpp has but this
+            generator refuses, the reason.
+    """
+    name = "none" if value is None else str(value).strip().lower().replace("_", "-")
+    if name in SPECULATIVE:
+        return name
+    why = _SPECULATIVE_REFUSED.get(name)
+    raise IanvsError(f"speculative {value!r} is not supported" + (f": {why}" if why else ""),
+                     hint=f"write speculative: one of {', '.join(SPECULATIVE)}", key="speculative")
 
 _SHA_MEMO: dict[tuple[str, int, int], str] = {}
 
@@ -158,6 +204,10 @@ class EmbeddedGenerator(Generator):
         logprobs: ask llama.cpp for each generated token's log-probability; every
             :class:`Generation` then carries ``mean_logprob`` and ``min_logprob`` (the
             ``Confidence`` router of the cloud-edge scenario reads them).
+        speculative: ``"none"`` (default) or ``"ngram-simple"``: draft tokens from the
+            request's own text and verify them in batches (module docstring: faster on replies
+            that copy their prompt; near-ties can resolve differently, so it is part of
+            :meth:`describe`).
 
     Raises:
         ModelPartsMissingError / ModelIntegrityError: default model unavailable or corrupt.
@@ -171,7 +221,8 @@ class EmbeddedGenerator(Generator):
                  cache_dir: str | os.PathLike[str] | None = None, n_ctx: int = 4096,
                  n_threads: int | None = None, n_parallel: int = 1,
                  concurrency: int | None = None, logprobs: bool = False,
-                 instances: int | None = None) -> None:
+                 instances: int | None = None, speculative: str | None = None) -> None:
+        self.speculative = speculative_setting(speculative)
         xlc = _import_xllamacpp()
         if model_path is None:
             spec = EMBEDDED_MODELS.get(model)
@@ -204,8 +255,9 @@ class EmbeddedGenerator(Generator):
         self._xllamacpp_version = getattr(xlc, "__version__", "unknown")
         self._lock = threading.Lock()
         LOGGER.info("embedded model %s loaded in %.1fs (%d instance(s) of %d thread(s), "
-                    "%d slot(s) each, ctx %d)", path.name, time.perf_counter() - started,
-                    self.instances, self.n_threads, self.n_parallel, n_ctx)
+                    "%d slot(s) each, ctx %d%s)", path.name, time.perf_counter() - started,
+                    self.instances, self.n_threads, self.n_parallel, n_ctx,
+                    "" if self.speculative == "none" else f", speculative {self.speculative}")
 
     def _start(self, xlc: Any, path: Path, n_ctx: int) -> Any:
         """One llama.cpp server instance of the model (weights memory-mapped, shared)."""
@@ -218,6 +270,9 @@ class EmbeddedGenerator(Generator):
         params.hostnames = ["127.0.0.1"]
         params.verbosity = 0
         params.warmup = False
+        if self.speculative != "none":
+            params.speculative.types = [getattr(xlc.common_speculative_type,
+                                                SPECULATIVE[self.speculative])]
         return xlc.Server(params)
 
     @property
@@ -235,6 +290,8 @@ class EmbeddedGenerator(Generator):
                     "requests": REQUEST_SHAPE}
         if self.logprobs:  # answers cached without log-probabilities are not reused then
             identity["logprobs"] = True
+        if self.speculative != "none":  # near-ties can resolve otherwise (module docstring)
+            identity["speculative"] = self.speculative
         return identity
 
     def close(self) -> None:
