@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from core.generation.types import Generation, GenerationRequest
@@ -33,6 +33,13 @@ class Generator(abc.ABC):
     @abc.abstractmethod
     def describe(self) -> dict[str, Any]:
         """JSON-serialisable model identity (no secrets)."""
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> None:
+        """Raise :class:`~core.common.errors.IanvsError` (with ``key`` the option's name) for
+        an option value the constructor would refuse and its type annotation cannot show (a
+        choice among names); builds nothing. ``ianvs validate`` calls it, so a bad value is
+        reported at its line before a run loads a model. Default: nothing to check."""
 
     def close(self) -> None:
         """Release resources (default: nothing to release)."""

@@ -190,6 +190,9 @@ class CodegenModel:
                 raise ConfigError(f"hyperparameter {name!r} of generator {generator!r} "
                                   f"{problem}", key=name,
                                   hint=f"change the value of '{name}' in the algorithm YAML")
+        check_options = getattr(cls, "check_options", None)  # Generator.check_options
+        if check_options is not None:  # values a type annotation cannot judge
+            check_options(params)
         return generator, mode, settings, params
 
     def _make_generator(self, records: Sequence[dict[str, Any]]) -> Generator:

@@ -259,6 +259,13 @@ class EmbeddedGenerator(Generator):
                     self.instances, self.n_threads, self.n_parallel, n_ctx,
                     "" if self.speculative == "none" else f", speculative {self.speculative}")
 
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> None:
+        """Refuse option values this generator would refuse, without loading a model
+        (``ianvs validate``): ``speculative`` (:func:`speculative_setting`)."""
+        if "speculative" in options:
+            speculative_setting(options["speculative"])
+
     def _start(self, xlc: Any, path: Path, n_ctx: int) -> Any:
         """One llama.cpp server instance of the model (weights memory-mapped, shared)."""
         params = xlc.CommonParams()

@@ -5,6 +5,8 @@ reports drafted tokens), and it is part of the generator's identity, so answers 
 are never reused for the other. The model tests run the real embedded model (slow tier)."""
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +15,8 @@ from core.common.errors import IanvsError
 from core.generation import DecodingSettings, GenerationRequest, generator_parameters
 from core.generation.cache_key import sample_key
 from core.generation.embedded import EmbeddedGenerator, speculative_setting
+from tests.runner.conftest import run_cli
+from tests.scenarios.conftest import BENCH
 
 #: a file the model is asked to give back unchanged: a reply that copies its prompt, which is
 #: what the n-gram drafts predict
@@ -78,3 +82,23 @@ def test_a_speculative_reply_depends_on_its_request_only_and_is_keyed_apart() ->
     assert spec.describe()["speculative"] == "ngram-simple"
     assert "speculative" not in plain.describe()
     assert sample_key(spec.describe(), COPY, 0) != sample_key(plain.describe(), COPY, 0)
+
+
+def test_validate_names_the_line_of_a_refused_setting(tmp_path: Path) -> None:
+    """``ianvs validate`` on the shipped codegen job with ``speculative: ngram-mod`` added: the
+    problem is reported at that hyperparameter's line, with why and what to write, and no model
+    is loaded for it (the real command)."""
+    job = tmp_path / "codegen"
+    shutil.copytree(BENCH / "codegen", job)
+    algorithm = job / "testalgorithms" / "gen" / "gen_algorithm.yaml"
+    text = algorithm.read_text(encoding="utf-8")
+    text = text.rstrip("\n") + '\n        - speculative:\n            values: ["ngram-mod"]\n'
+    algorithm.write_text(text, encoding="utf-8")
+    line = text.splitlines().index("        - speculative:") + 1
+    res = run_cli("validate", "-f", "benchmarkingjob.yaml", cwd=job)
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    assert f"gen_algorithm.yaml:{line}:" in out
+    assert "speculative 'ngram-mod' is not supported" in out and "depend on the requests" in out
+    assert "write speculative: one of none, ngram-simple" in out
+    assert "Traceback" not in out
