@@ -53,7 +53,7 @@ def test_embedded_generation_kill_resume_and_rescore(codegen_job, tmp_path: Path
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"resuming: {stored_before} of 4 predictions already stored" in res.stderr
     # the progress line shows the speed of the samples made in this run (the reused are not timed)
-    assert re.search(r"generate \(embedded\): (\d)/\1 \(\d+\.\d tokens/s\)", res.stderr), res.stderr[-3000:]
+    assert re.search(r"generate \(embedded\): (\d)/\1 in \d+(m \d\ds)?s? \(\d+\.\d tokens/s\)", res.stderr), res.stderr[-3000:]
     lines = [json.loads(x) for x in preds[0].read_text().splitlines()]
     assert sorted(e["index"] for e in lines) == [0, 1, 2, 3]
     generations = [json.loads(x) for x in (case_dir / "generations.jsonl").read_text().splitlines()]
