@@ -104,7 +104,7 @@ NOT_FIGURES: list[tuple[str, str, str]] = [
     ("docs/testing.md", "`.ci/docker-engine.sh` waits 30 s", "a configured wait"),
     ("docs/testing.md", "(`start_timeout`, 30 s;", "a default"),
     ("docs/testing.md", "must finish in under 30 minutes", "the target"),
-    ("docs/runner.md", "at most every 10 s and at the end", "the progress line's interval"),
+    ("docs/runner.md", "at most every 10 s, with the time so far", "the progress line's interval"),
     ("docs/edge.md", "ignored below 1.5x as noise", "a configured threshold"),
     ("docs/edge.md", "compared every 0.25 s", "a polling interval"),
     ("docs/edge.md", "after about 30 s a Dask worker exits", "Dask's own reconnect timeout"),
