@@ -18,12 +18,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from core.common import pyast
+
 _ARROWS = r"(?:==|➞|=>|->|should return|returns?)"
 
 
 def _expression(text: str) -> bool:
     try:
-        ast.parse(text, mode="eval")
+        pyast.parse_expression(text)
     except SyntaxError:
         return False
     return True
@@ -36,7 +38,7 @@ def _free_names(text: str, entry_point: str) -> bool:
 
     return any(isinstance(node, ast.Name) and node.id != entry_point
                and not hasattr(builtins, node.id)
-               for node in ast.walk(ast.parse(text, mode="eval")))
+               for node in ast.walk(pyast.parse_expression(text)))
 
 
 def prompt_examples(prompt: str, entry_point: str) -> list[tuple[str, str]]:
@@ -76,7 +78,7 @@ def prompt_examples(prompt: str, entry_point: str) -> list[tuple[str, str]]:
         if _free_names(call, entry_point) or _free_names(want, entry_point):
             continue
         if not any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                   and node.func.id == entry_point for node in ast.walk(ast.parse(call, mode="eval"))):
+                   and node.func.id == entry_point for node in ast.walk(pyast.parse_expression(call))):
             continue
         seen.add((call, want))
         kept.append((call, want))

@@ -64,6 +64,7 @@ from typing import Any, Iterable, Mapping
 
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTransformer
 
+from core.common import pyast
 from core.common.errors import ConfigError
 from core.scenarios.repo.guards import (DANGEROUS_BUILTINS, DENIED_ATTRS, DENIED_DUNDERS, INSPECT_NAMES,
                                         RESTRICTED_MEMBERS, STEERING, WRITE_DUNDERS, denied_module, test_module)
@@ -213,7 +214,7 @@ def module_context(original: str | None, packages: Iterable[str] = (), extra_imp
     mods, denied = set(extra_imports), set()
     if original is not None:
         try:
-            tree = ast.parse(original)
+            tree = pyast.parse(original)
         except SyntaxError:
             tree = ast.Module(body=[], type_ignores=[])
         found, bound = _import_names(tree)
@@ -230,7 +231,7 @@ def _repository_imports(root: str) -> frozenset[str]:
         for name in files:
             if name.endswith(".py"):
                 try:
-                    mods |= _import_names(ast.parse(Path(dirpath, name).read_bytes()))[0]
+                    mods |= _import_names(pyast.parse(Path(dirpath, name).read_bytes()))[0]
                 except (SyntaxError, ValueError, OSError):
                     continue
     return frozenset(m for m in mods if not denied_module(m))
@@ -575,7 +576,7 @@ class CandidatePolicy(RestrictingNodeTransformer):
         for sub in ast.walk(node):
             if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
                 try:
-                    expr = ast.parse(sub.value.strip(), mode="eval")
+                    expr = pyast.parse_expression(sub.value.strip())
                 except SyntaxError:
                     continue
                 for part in ast.walk(expr):
@@ -597,10 +598,10 @@ def relaxations(reference: str) -> tuple[str, ...]:
     ``__dict__`` (the guards still refuse a denied module's). Text that does not parse
     needs none."""
     try:
-        tree = ast.parse(textwrap.dedent(reference))
+        tree = pyast.parse(textwrap.dedent(reference))
     except SyntaxError:
         try:
-            tree = ast.parse("def _f():\n" + textwrap.indent(textwrap.dedent(reference), "    "))
+            tree = pyast.parse("def _f():\n" + textwrap.indent(textwrap.dedent(reference), "    "))
         except SyntaxError:
             return ()
     reads = any(isinstance(n, ast.Attribute) and n.attr == "__dict__" for n in ast.walk(tree))
@@ -620,7 +621,7 @@ def confine_body(chunk: str, ctx: ModuleContext, is_async: bool = False,
     are mangled with it). Raises :class:`PolicyRefused`, or ``SyntaxError`` when the text is
     not a body."""
     head = "async def _ianvs_body_():\n" if is_async else "def _ianvs_body_():\n"
-    tree = ast.parse(head + "".join("    " + line if line.strip() else line
+    tree = pyast.parse(head + "".join("    " + line if line.strip() else line
                                     for line in chunk.splitlines(keepends=True)))
     fn = tree.body[0]
     assert isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -652,13 +653,13 @@ def confine_file(new_text: str, old_text: str | None, ctx: ModuleContext) -> str
     A text that does not parse is returned unchanged (it fails to import on its own). Raises
     :class:`PolicyRefused`."""
     try:
-        tree = ast.parse(new_text)
+        tree = pyast.parse(new_text)
     except (SyntaxError, ValueError):
         return new_text
     old: Counter[str] = Counter()
     if old_text is not None:
         try:
-            old = Counter(_same_shape(s) for s in ast.parse(old_text).body)
+            old = Counter(_same_shape(s) for s in pyast.parse(old_text).body)
         except (SyntaxError, ValueError):
             pass
     extra_denied = _derived(tree, _import_names(tree)[1])

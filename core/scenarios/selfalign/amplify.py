@@ -49,11 +49,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.common import pyast
 from core.common.progress import progress_bar
 from core.generation.reference import BROKEN_BODIES
 from core.scenarios.selfalign.sandbox import SandboxSettings, UnitRunner
 from core.scenarios.selfalign.units import VALID, UnitCheck
-from core.common import pyast
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def given_inputs(test: str) -> list[tuple[Any, ...]]:
                 and node.func.id == "candidate") or node.keywords:
             continue
         try:
-            args = tuple(ast.literal_eval(a) for a in node.args)
+            args = tuple(pyast.literal_eval(a) for a in node.args)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             continue
         key = repr(args)
@@ -284,7 +284,7 @@ def reference_outputs(record: Mapping[str, Any], inputs: Sequence[tuple[Any, ...
             raised += 1
             continue
         try:
-            value = ast.literal_eval(out.detail[len("AssertionError: "):])
+            value = pyast.literal_eval(out.detail[len("AssertionError: "):])
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             unreadable += 1
             continue

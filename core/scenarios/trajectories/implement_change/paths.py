@@ -72,6 +72,7 @@ from importlib.machinery import BYTECODE_SUFFIXES, EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
+from core.common import pyast
 from core.scenarios.repo.view import relpath_problem
 from core.scenarios.trajectories.history import is_test_path
 
@@ -142,7 +143,7 @@ def _literal_names(node: ast.AST) -> list[str]:
 def _imports(text: str) -> Iterator[tuple[int, str]]:
     """``(level, dotted name)`` of every module a file imports by name (module docstring)."""
     try:
-        tree = ast.parse(text)
+        tree = pyast.parse(text)
     except (SyntaxError, ValueError):
         return
     for node in ast.walk(tree):
